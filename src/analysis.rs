@@ -1,0 +1,8 @@
+//! Many runs: replications of every variant in parallel, and the statistics
+//! that summarise them.
+
+pub mod replicate;
+pub mod stats;
+
+pub use replicate::{RunSet, VariantRuns, run_all};
+pub use stats::{Summary, summarize};

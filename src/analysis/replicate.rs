@@ -1,0 +1,65 @@
+//! Runs every variant × replication in parallel (each run single-threaded)
+//! and collects the results in a fixed order, so outputs do not depend on
+//! the number of jobs.
+
+use crate::config::Scenario;
+use crate::metrics::RunResult;
+use crate::model::simulate;
+use rayon::prelude::*;
+
+/// The runs of one variant.
+#[derive(Debug, Clone)]
+pub struct VariantRuns {
+    pub scenario: Scenario,
+    /// One result per replication, replication 0 first.
+    pub runs: Vec<RunResult>,
+}
+
+/// All runs of an experiment, variants in file order.
+#[derive(Debug, Clone)]
+pub struct RunSet {
+    pub variants: Vec<VariantRuns>,
+}
+
+impl RunSet {
+    /// Events processed over all runs.
+    pub fn events(&self) -> u64 {
+        self.variants
+            .iter()
+            .flat_map(|v| &v.runs)
+            .map(|r| r.events)
+            .sum()
+    }
+}
+
+/// Runs each scenario's replications (`replications` overrides the
+/// scenario's own count) on `jobs` threads (0 = one per core).
+pub fn run_all(
+    scenarios: &[Scenario],
+    replications: Option<u32>,
+    jobs: usize,
+) -> anyhow::Result<RunSet> {
+    let tasks: Vec<(usize, u32)> = scenarios
+        .iter()
+        .enumerate()
+        .flat_map(|(v, s)| (0..replications.unwrap_or(s.replications)).map(move |r| (v, r)))
+        .collect();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
+    let results: Vec<RunResult> = pool.install(|| {
+        tasks
+            .par_iter()
+            .map(|&(v, r)| simulate(&scenarios[v], r))
+            .collect()
+    });
+    let mut variants: Vec<VariantRuns> = scenarios
+        .iter()
+        .map(|s| VariantRuns {
+            scenario: s.clone(),
+            runs: Vec::new(),
+        })
+        .collect();
+    for ((v, _), result) in tasks.into_iter().zip(results) {
+        variants[v].runs.push(result);
+    }
+    Ok(RunSet { variants })
+}

@@ -1,0 +1,113 @@
+//! The command line: argument definitions, help text and the commands.
+
+pub mod run;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Exit status for success.
+pub const EXIT_OK: i32 = 0;
+/// Exit status when a check failed (lint, audit, infeasible tune).
+pub const EXIT_CHECK_FAILED: i32 = 1;
+/// Exit status for bad input.
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+/// Simulate retry policies, idempotency and overload before production does.
+#[derive(Parser, Debug)]
+#[command(name = "retrysim", version, about, long_about = None, after_help = "Quick start:\n  retrysim run experiments/quickstart.toml\n\nExit status: 0 success, 1 a check failed, 2 bad input.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run every variant of an experiment and compare them.
+    #[command(
+        after_help = "Examples:\n  retrysim run experiments/quickstart.toml\n  retrysim run exp.toml --set services.api.workers=16 --replications 10\n  retrysim run exp.toml --variant \"full jitter\" --format markdown"
+    )]
+    Run(RunArgs),
+}
+
+/// What the run command prints on stdout.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+    Markdown,
+}
+
+/// Options shared by commands that read an experiment.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ExperimentArgs {
+    /// The experiment file.
+    pub experiment: PathBuf,
+    /// Override a field: KEY=VALUE, e.g. services.api.workers=32 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Say nothing on stderr but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Options of commands that simulate.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimArgs {
+    /// Seed (overrides experiment.seed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Output folder [default: out/<experiment-stem>/].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Parallel runs [default: one per core]. Results do not depend on it.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Do not draw charts.
+    #[arg(long)]
+    pub no_plots: bool,
+}
+
+/// `retrysim run`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub exp: ExperimentArgs,
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// Replications per variant (overrides experiment.replications).
+    #[arg(long, value_name = "N")]
+    pub replications: Option<u32>,
+    /// Run only this variant (repeatable).
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+}
+
+/// Parses the command line, runs the command and returns the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_OK
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => run::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            EXIT_BAD_INPUT
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! `retrysim run`: every variant × replication, the comparison table and
+//! the output files.
+
+use super::{EXIT_OK, Format, RunArgs};
+use crate::analysis::run_all;
+use crate::config::load_experiment;
+use crate::error::InputError;
+use crate::output::{self, summarize_runs, summary_json, write_atomic};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// The default output folder: `out/<experiment-stem>/`.
+pub fn default_out(experiment: &std::path::Path) -> PathBuf {
+    let stem = experiment
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "experiment".into());
+    PathBuf::from("out").join(stem)
+}
+
+/// Runs the `run` command.
+pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
+    let mut sets = args.exp.sets.clone();
+    if let Some(seed) = args.sim.seed {
+        sets.push(format!("experiment.seed={seed}"));
+    }
+    if let Some(r) = args.replications {
+        if r == 0 {
+            return Err(InputError::file("--replications", "must be at least 1").into());
+        }
+        sets.push(format!("experiment.replications={r}"));
+    }
+    let mut exp = load_experiment(&args.exp.experiment, &sets)?;
+    if !args.variants.is_empty() {
+        let names: Vec<String> = exp.variants.iter().map(|v| v.variant.clone()).collect();
+        for want in &args.variants {
+            if !names.contains(want) {
+                return Err(InputError::file(
+                    format!("--variant {want}"),
+                    format!("no such variant; the experiment has: {}", names.join(", ")),
+                )
+                .into());
+            }
+        }
+        exp.variants.retain(|v| args.variants.contains(&v.variant));
+    }
+    let jobs = args.sim.jobs.unwrap_or(0);
+    let started = Instant::now();
+    let set = run_all(&exp.variants, None, jobs)?;
+    let elapsed = started.elapsed().as_secs_f64();
+    let summaries = summarize_runs(&set);
+
+    let out = args
+        .sim
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&exp.path));
+    let json = serde_json::to_string_pretty(&summary_json(&exp, &set, &summaries))? + "\n";
+    let csv = output::table::render_csv(&summaries)?;
+    write_atomic(&out.join("summary.json"), json.as_bytes(), &exp.inputs)?;
+    write_atomic(&out.join("summary.csv"), csv.as_bytes(), &exp.inputs)?;
+    write_atomic(
+        &out.join("timeseries.csv"),
+        output::timeseries::render_timeseries(&set)?.as_bytes(),
+        &exp.inputs,
+    )?;
+    write_atomic(
+        &out.join("faults.csv"),
+        output::timeseries::render_faults(&set)?.as_bytes(),
+        &exp.inputs,
+    )?;
+
+    let replications = set.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);
+    match args.sim.format {
+        Format::Table => print!("{}", output::table::render_text(&summaries, replications)),
+        Format::Markdown => print!("{}", output::table::render_markdown(&summaries)),
+        Format::Csv => print!("{csv}"),
+        Format::Json => print!("{json}"),
+    }
+    if !args.exp.quiet {
+        let events = set.events();
+        let runs: usize = set.variants.iter().map(|v| v.runs.len()).sum();
+        eprintln!(
+            "{runs} runs, {events} events in {elapsed:.2} s ({:.1} M events/s); wrote {}",
+            events as f64 / elapsed.max(1e-9) / 1e6,
+            out.display()
+        );
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,294 @@
+//! Reading experiments and policies: TOML parsing, overrides, policy files
+//! by path, validation with clear errors, and the typed [`Scenario`] per
+//! variant.
+//!
+//! Overrides are applied to the parsed TOML document (not to typed structs)
+//! so that every error can name the file and the field path; only then is
+//! the document deserialized and validated.
+
+pub mod overrides;
+pub mod raw;
+pub mod scenario;
+pub mod units;
+pub mod validate;
+
+pub use scenario::*;
+
+use crate::error::{InputError, InputResult};
+use crate::policy::Policy;
+use raw::{ExperimentRaw, PolicyRaw, VariantRaw};
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::{Table, Value};
+
+/// Top-level sections of an experiment file.
+const SECTIONS: [&str; 8] = [
+    "experiment",
+    "clients",
+    "operations",
+    "services",
+    "faults",
+    "variants",
+    "network",
+    "tune",
+];
+
+/// A loaded experiment: every variant validated and ready to run.
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// The experiment file.
+    pub path: PathBuf,
+    /// Its text, as written.
+    pub source: String,
+    /// Every variant, in file order.
+    pub variants: Vec<Scenario>,
+    /// Every file read (the experiment and the policies), so that outputs never overwrite one.
+    pub inputs: Vec<PathBuf>,
+}
+
+/// Where each inlined policy came from: location (`clients.web`) → file.
+type Origins = BTreeMap<String, String>;
+
+/// Loads an experiment, applies each variant's `set` and then `sets`
+/// (`KEY=VALUE` from the command line, paths relative to the working
+/// directory), and validates every variant.
+pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> {
+    let file = path.display().to_string();
+    let source = std::fs::read_to_string(path)
+        .map_err(|e| InputError::file(&file, format!("cannot read the experiment file: {e}")))?;
+    let mut doc: Table = source
+        .parse()
+        .map_err(|e| InputError::file(&file, format!("not valid TOML: {e}")))?;
+    let exp_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut inputs = vec![path.to_path_buf()];
+
+    let variants: Vec<VariantRaw> = match doc.remove("variants") {
+        None => Vec::new(),
+        Some(v) => deserialize_at(v, &file, "variants")?,
+    };
+    let mut origins = Origins::new();
+    resolve_policies(&mut doc, &exp_dir, &file, &mut origins, &mut inputs)?;
+
+    let cli: Vec<(String, Value)> = sets
+        .iter()
+        .map(|s| {
+            overrides::split_assignment(s).map_err(|m| InputError::file(format!("--set {s}"), m))
+        })
+        .collect::<InputResult<_>>()?;
+
+    let default_name = doc
+        .get("experiment")
+        .and_then(|e| e.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "experiment".into());
+    let plan: Vec<VariantRaw> = if variants.is_empty() {
+        vec![VariantRaw {
+            name: default_name,
+            set: BTreeMap::new(),
+        }]
+    } else {
+        variants
+    };
+
+    let mut seen = std::collections::BTreeSet::new();
+    let mut scenarios = Vec::with_capacity(plan.len());
+    for (i, v) in plan.iter().enumerate() {
+        if !seen.insert(v.name.clone()) {
+            return Err(InputError::field(
+                &file,
+                format!("variants[{i}].name"),
+                format!(
+                    "variant name \"{}\" is used twice; names must be unique",
+                    v.name
+                ),
+            ));
+        }
+        let mut d = doc.clone();
+        let mut o = origins.clone();
+        for (k, val) in &v.set {
+            let field = format!("variants.{}.set.\"{k}\"", v.name);
+            if SECTIONS.contains(&k.as_str()) && val.is_table() {
+                return Err(InputError::field(
+                    &file,
+                    field,
+                    "override keys are dotted paths: quote them, as in set = { \"clients.web.rate\" = \"900/s\" }",
+                ));
+            }
+            overrides::apply(&mut d, k, val.clone())
+                .map_err(|m| InputError::field(&file, &field, m))?;
+            resolve_policies(&mut d, &exp_dir, &file, &mut o, &mut inputs)?;
+        }
+        for (s, (k, val)) in sets.iter().zip(&cli) {
+            overrides::apply(&mut d, k, val.clone())
+                .map_err(|m| InputError::file(format!("--set {s}"), m))?;
+            resolve_policies(
+                &mut d,
+                Path::new(""),
+                &format!("--set {s}"),
+                &mut o,
+                &mut inputs,
+            )?;
+        }
+        let ctx = if plan.len() > 1 || !v.set.is_empty() {
+            format!("in variant \"{}\": ", v.name)
+        } else {
+            String::new()
+        };
+        let raw: ExperimentRaw =
+            deserialize_at(Value::Table(d), &file, "").map_err(|e| e.context(&ctx))?;
+        let scenario = validate::scenario(&raw, &v.name, &file, &o).map_err(|e| e.context(&ctx))?;
+        scenarios.push(scenario);
+    }
+    inputs.sort();
+    inputs.dedup();
+    Ok(Experiment {
+        path: path.to_path_buf(),
+        source,
+        variants: scenarios,
+        inputs,
+    })
+}
+
+/// Loads and validates one policy file.
+pub fn load_policy_file(path: &Path) -> InputResult<Policy> {
+    let (_, policy) = read_policy(path, &path.display().to_string())?;
+    Ok(policy)
+}
+
+/// Reads a policy file: its table (with `name` filled from the file stem)
+/// and the validated policy. Errors name the policy file.
+fn read_policy(path: &Path, shown: &str) -> InputResult<(Table, Policy)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::file(shown, format!("cannot read the policy file: {e}")))?;
+    let mut table: Table = text
+        .parse()
+        .map_err(|e| InputError::file(shown, format!("not valid TOML: {e}")))?;
+    if !table.contains_key("name") {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "policy".into());
+        table.insert("name".into(), Value::String(stem));
+    }
+    let raw: PolicyRaw = deserialize_at(Value::Table(table.clone()), shown, "")?;
+    let policy = validate::policy(&raw, shown, "")?;
+    Ok((table, policy))
+}
+
+/// Replaces every policy given by path (`clients[*].policy`,
+/// `services[*].calls[*].policy`) with the file's table, resolving the path
+/// against `base`.
+fn resolve_policies(
+    doc: &mut Table,
+    base: &Path,
+    file: &str,
+    origins: &mut Origins,
+    inputs: &mut Vec<PathBuf>,
+) -> InputResult<()> {
+    if let Some(Value::Array(clients)) = doc.get_mut("clients") {
+        for (i, c) in clients.iter_mut().enumerate() {
+            let location = format!("clients.{}", overrides::element_label(c, i));
+            if let Some(slot) = c.as_table_mut().and_then(|t| t.get_mut("policy")) {
+                resolve_slot(slot, location, base, file, origins, inputs)?;
+            }
+        }
+    }
+    if let Some(Value::Array(services)) = doc.get_mut("services") {
+        for (i, s) in services.iter_mut().enumerate() {
+            let label = overrides::element_label(s, i);
+            if let Some(Value::Array(calls)) = s.as_table_mut().and_then(|t| t.get_mut("calls")) {
+                for (j, c) in calls.iter_mut().enumerate() {
+                    let location =
+                        format!("services.{label}.calls.{}", overrides::element_label(c, j));
+                    if let Some(slot) = c.as_table_mut().and_then(|t| t.get_mut("policy")) {
+                        resolve_slot(slot, location, base, file, origins, inputs)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Loads one policy given by path into its slot.
+fn resolve_slot(
+    slot: &mut Value,
+    location: String,
+    base: &Path,
+    file: &str,
+    origins: &mut Origins,
+    inputs: &mut Vec<PathBuf>,
+) -> InputResult<()> {
+    let Value::String(rel) = slot else {
+        return Ok(());
+    };
+    let resolved = base.join(rel.as_str());
+    let shown = resolved.display().to_string();
+    let (table, _) = read_policy(&resolved, &shown).map_err(|e| {
+        if e.field.is_none() && e.message.starts_with("cannot read") {
+            let why = e
+                .message
+                .trim_start_matches("cannot read the policy file: ");
+            InputError::field(
+                file,
+                format!("{location}.policy"),
+                format!("cannot read policy file \"{rel}\" ({shown}): {why}"),
+            )
+        } else {
+            e
+        }
+    })?;
+    *slot = Value::Table(table);
+    origins.insert(location, shown);
+    inputs.push(resolved);
+    Ok(())
+}
+
+/// Deserializes `value` with serde, turning errors into [`InputError`]s whose
+/// field path names array elements by their `name`.
+fn deserialize_at<T: DeserializeOwned>(value: Value, file: &str, prefix: &str) -> InputResult<T> {
+    serde_path_to_error::deserialize(value.clone()).map_err(
+        |e: serde_path_to_error::Error<toml::de::Error>| {
+            let path = pretty_path(&value, e.path(), prefix);
+            let msg = e.inner().message().trim().to_string();
+            if path.is_empty() {
+                InputError::file(file, msg)
+            } else {
+                InputError::field(file, path, msg)
+            }
+        },
+    )
+}
+
+/// Renders a serde path with array indices replaced by element names.
+fn pretty_path(doc: &Value, path: &serde_path_to_error::Path, prefix: &str) -> String {
+    use serde_path_to_error::Segment;
+    let mut out: Vec<String> = if prefix.is_empty() {
+        vec![]
+    } else {
+        vec![prefix.to_string()]
+    };
+    let mut node = Some(doc);
+    for seg in path.iter() {
+        match seg {
+            Segment::Seq { index } => {
+                let elem = node.and_then(|n| n.as_array()).and_then(|a| a.get(*index));
+                out.push(
+                    elem.map(|v| overrides::element_label(v, *index))
+                        .unwrap_or_else(|| index.to_string()),
+                );
+                node = elem;
+            }
+            Segment::Map { key } => {
+                out.push(key.clone());
+                node = node.and_then(|n| n.get(key.as_str()));
+            }
+            Segment::Enum { variant } => out.push(variant.clone()),
+            Segment::Unknown => out.push("?".into()),
+        }
+    }
+    out.join(".")
+}

@@ -1,0 +1,211 @@
+//! The experiment and policy files as written: serde types that reject
+//! unknown keys. Units and cross-field rules are checked in
+//! [`super::validate`], which turns these into the typed model.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A whole experiment file (after overrides, with policies inlined).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentRaw {
+    pub experiment: ExperimentTableRaw,
+    #[serde(default)]
+    pub clients: Vec<ClientRaw>,
+    #[serde(default)]
+    pub operations: Vec<OperationRaw>,
+    #[serde(default)]
+    pub services: Vec<ServiceRaw>,
+    #[serde(default)]
+    pub faults: Vec<FaultRaw>,
+    #[serde(default)]
+    pub network: Option<NetworkRaw>,
+    /// Read by `retrysim tune`; `run` leaves it alone.
+    #[serde(default)]
+    pub tune: Option<toml::Table>,
+}
+
+/// `[experiment]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentTableRaw {
+    pub name: Option<String>,
+    pub duration: Option<String>,
+    pub warmup: Option<String>,
+    pub seed: Option<i64>,
+    pub replications: Option<i64>,
+    pub bin: Option<String>,
+    pub load_scale: Option<f64>,
+    pub drain_limit: Option<String>,
+}
+
+/// `[[clients]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientRaw {
+    pub name: String,
+    pub count: Option<i64>,
+    pub mode: Option<String>,
+    pub rate: Option<toml::Value>,
+    pub target: String,
+    pub operation: Option<String>,
+    pub policy: Option<PolicyRaw>,
+    pub idempotency_key: Option<bool>,
+    pub key_reuse_rate: Option<f64>,
+    pub think_time: Option<DistRaw>,
+    pub at: Option<String>,
+    pub spread: Option<String>,
+}
+
+/// `[[operations]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationRaw {
+    pub name: String,
+    pub idempotent: Option<bool>,
+}
+
+/// `[[services]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceRaw {
+    pub name: String,
+    pub workers: Option<i64>,
+    pub queue: Option<QueueRaw>,
+    pub service_time: Option<DistRaw>,
+    pub drop_expired: Option<bool>,
+    pub overload: Option<OverloadRaw>,
+    pub rate_limit: Option<toml::Table>,
+    pub commits: Option<String>,
+    pub idempotency: Option<toml::Table>,
+    pub occ: Option<toml::Table>,
+    #[serde(default)]
+    pub calls: Vec<toml::Table>,
+}
+
+/// `queue = { limit, discipline, target, interval }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueRaw {
+    pub limit: Option<i64>,
+    pub discipline: Option<String>,
+    pub target: Option<String>,
+    pub interval: Option<String>,
+}
+
+/// `overload = { status, retry_after }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverloadRaw {
+    pub status: Option<toml::Value>,
+    pub retry_after: Option<String>,
+}
+
+/// A distribution: `{ dist = "exp", mean = "15ms" }` and its siblings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistRaw {
+    pub dist: String,
+    pub value: Option<String>,
+    pub mean: Option<String>,
+    pub min: Option<String>,
+    pub max: Option<String>,
+    pub p99: Option<String>,
+    pub mu: Option<f64>,
+    pub sigma: Option<f64>,
+    pub shape: Option<f64>,
+}
+
+/// `[[faults]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultRaw {
+    pub name: Option<String>,
+    pub kind: String,
+    pub target: String,
+    pub start: Option<String>,
+    pub duration: Option<String>,
+    pub capacity: Option<f64>,
+    pub status: Option<toml::Value>,
+    pub probability: Option<f64>,
+    pub retry_after: Option<String>,
+    pub extra: Option<DistRaw>,
+    pub restart_after: Option<String>,
+}
+
+/// `[network]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkRaw {
+    pub latency: Option<DistRaw>,
+}
+
+/// A policy file, or a policy table inlined in an experiment.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRaw {
+    pub name: Option<String>,
+    pub max_attempts: Option<i64>,
+    pub per_try_timeout: Option<String>,
+    pub deadline: Option<String>,
+    pub min_attempt_time: Option<String>,
+    pub retry_on: Option<Vec<toml::Value>>,
+    pub retry_unknown_without_key: Option<bool>,
+    pub respect_retry_after: Option<bool>,
+    pub max_retry_after: Option<String>,
+    pub backoff: Option<BackoffRaw>,
+    pub budget: Option<BudgetRaw>,
+    pub circuit_breaker: Option<BreakerRaw>,
+}
+
+/// `[backoff]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffRaw {
+    pub kind: Option<String>,
+    pub base: Option<String>,
+    pub cap: Option<String>,
+    pub multiplier: Option<f64>,
+    pub jitter: Option<String>,
+    pub jitter_ratio: Option<f64>,
+}
+
+/// `[budget]`: every kind's fields; validation checks which belong.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetRaw {
+    pub kind: Option<String>,
+    pub scope: Option<String>,
+    pub max_tokens: Option<f64>,
+    pub token_ratio: Option<f64>,
+    pub initial: Option<f64>,
+    pub retry_cost: Option<f64>,
+    pub timeout_cost: Option<f64>,
+    pub throttling_cost: Option<f64>,
+    pub success_refund: Option<f64>,
+    pub ratio: Option<f64>,
+    pub min_per_sec: Option<f64>,
+    pub ttl: Option<String>,
+    pub budget_percent: Option<f64>,
+    pub min_retry_concurrency: Option<i64>,
+}
+
+/// `[circuit_breaker]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerRaw {
+    pub failure_ratio: Option<f64>,
+    pub window: Option<String>,
+    pub min_requests: Option<i64>,
+    pub open_for: Option<String>,
+    pub half_open_probes: Option<i64>,
+}
+
+/// `[[variants]]`: a name and the overrides it applies.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantRaw {
+    pub name: String,
+    #[serde(default)]
+    pub set: BTreeMap<String, toml::Value>,
+}

@@ -1,0 +1,128 @@
+//! The validated, typed form of one variant of an experiment: what the
+//! model is built from. Names are resolved to indices.
+
+use crate::engine::Nanos;
+use crate::model::Dist;
+use crate::policy::Policy;
+
+/// One fully resolved variant of an experiment.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The variant's name.
+    pub variant: String,
+    /// `[experiment] name`.
+    pub name: String,
+    /// Intents arrive during [0, duration).
+    pub duration: Nanos,
+    /// Excluded from summary metrics.
+    pub warmup: Nanos,
+    pub seed: u64,
+    pub replications: u32,
+    /// Time-series resolution.
+    pub bin: Nanos,
+    /// Multiplies every client's rate.
+    pub load_scale: f64,
+    /// Simulated time allowed after `duration` for everything to finish.
+    pub drain_limit: Nanos,
+    pub clients: Vec<ClientSpec>,
+    pub operations: Vec<OperationSpec>,
+    pub services: Vec<ServiceSpec>,
+    pub faults: Vec<FaultSpec>,
+    /// Call edges; edge `i < clients.len()` is client `i`'s edge to its target.
+    pub edges: Vec<EdgeSpec>,
+}
+
+/// A client class.
+#[derive(Debug, Clone)]
+pub struct ClientSpec {
+    pub name: String,
+    pub count: u32,
+    /// Piecewise-constant total arrival rate: (from time, per second), sorted, first at 0.
+    pub rate: Vec<(Nanos, f64)>,
+    pub target: usize,
+    pub operation: usize,
+    pub policy: Policy,
+    pub idempotency_key: bool,
+    /// The edge this client's attempts travel on.
+    pub edge: usize,
+}
+
+impl ClientSpec {
+    /// The rate in force at time `t` and the time of the next change.
+    pub fn rate_at(&self, t: Nanos) -> (f64, Option<Nanos>) {
+        let i = self
+            .rate
+            .partition_point(|&(at, _)| at <= t)
+            .saturating_sub(1);
+        (self.rate[i].1, self.rate.get(i + 1).map(|&(at, _)| at))
+    }
+}
+
+/// An operation and its retry safety.
+#[derive(Debug, Clone)]
+pub struct OperationSpec {
+    pub name: String,
+    pub idempotent: bool,
+}
+
+/// What a service answers when its queue is full.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OverloadAnswer {
+    pub status: u16,
+    pub retry_after: Option<Nanos>,
+}
+
+/// A service.
+#[derive(Debug, Clone)]
+pub struct ServiceSpec {
+    pub name: String,
+    pub workers: u32,
+    /// Waiting room beyond the workers; `None` = unbounded.
+    pub queue_limit: Option<u32>,
+    pub service_time: Dist,
+    pub drop_expired: bool,
+    pub overload: OverloadAnswer,
+    /// The side-effect kind recorded per execution, if any.
+    pub commits: Option<String>,
+}
+
+/// A fault window.
+#[derive(Debug, Clone)]
+pub struct FaultSpec {
+    pub name: String,
+    pub target: usize,
+    pub start: Nanos,
+    /// `NEVER` = to the end of the run.
+    pub end: Nanos,
+    pub kind: FaultKind,
+}
+
+/// What a fault does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultKind {
+    /// Answers on arrival, before any work, with this probability.
+    Error {
+        status: u16,
+        probability: f64,
+        retry_after: Option<Nanos>,
+    },
+}
+
+impl FaultKind {
+    /// The name written in `kind`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            FaultKind::Error { .. } => "error",
+        }
+    }
+}
+
+/// A call edge: who calls which service, with what latency.
+#[derive(Debug, Clone)]
+pub struct EdgeSpec {
+    /// `client->service` or `service->service`.
+    pub name: String,
+    pub to: usize,
+    /// One-way latency.
+    pub latency: Dist,
+}

@@ -1,0 +1,781 @@
+//! Turns the deserialized files into typed, checked values. Every error
+//! names the file, the field path and what is allowed.
+
+use super::raw::*;
+use super::scenario::*;
+use super::units::{parse_duration, parse_rate};
+use crate::engine::{NEVER, Nanos};
+use crate::error::{InputError, InputResult};
+use crate::model::Dist;
+use crate::policy::{Backoff, BackoffKind, Jitter, Policy, RetryOn};
+use std::collections::{BTreeMap, HashSet};
+
+/// Features the file format has that this version does not simulate yet.
+fn not_yet(file: &str, field: &str, what: &str) -> InputError {
+    InputError::field(
+        file,
+        field,
+        format!("{what} is not supported by this version of retrysim yet; remove it to run"),
+    )
+}
+
+/// Validation context: the file errors are reported against.
+struct V<'a> {
+    file: &'a str,
+}
+
+impl V<'_> {
+    fn err(&self, field: &str, msg: impl Into<String>) -> InputError {
+        InputError::field(self.file, field, msg)
+    }
+
+    fn dur(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
+        match v {
+            None => Ok(default),
+            Some(s) if s.trim() == "never" => Ok(NEVER),
+            Some(s) => parse_duration(s).map_err(|m| self.err(field, m)),
+        }
+    }
+
+    fn positive_dur(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
+        let d = self.dur(field, v, default)?;
+        if d == 0 {
+            return Err(self.err(field, "must be longer than 0"));
+        }
+        Ok(d)
+    }
+
+    fn int_in(
+        &self,
+        field: &str,
+        v: Option<i64>,
+        default: i64,
+        lo: i64,
+        hi: i64,
+    ) -> InputResult<i64> {
+        let x = v.unwrap_or(default);
+        if x < lo || x > hi {
+            return Err(self.err(
+                field,
+                format!("must be an integer from {lo} to {hi}, got {x}"),
+            ));
+        }
+        Ok(x)
+    }
+
+    fn prob(&self, field: &str, v: Option<f64>, default: f64) -> InputResult<f64> {
+        let x = v.unwrap_or(default);
+        if !(0.0..=1.0).contains(&x) {
+            return Err(self.err(field, format!("must be a probability from 0 to 1, got {x}")));
+        }
+        Ok(x)
+    }
+
+    fn status(&self, field: &str, v: Option<&toml::Value>, default: u16) -> InputResult<u16> {
+        let Some(v) = v else { return Ok(default) };
+        let code = match v {
+            toml::Value::Integer(i) => Some(*i),
+            toml::Value::String(s) => s.trim().parse::<i64>().ok(),
+            _ => None,
+        };
+        match code {
+            Some(c) if (100..600).contains(&c) => Ok(c as u16),
+            _ => Err(self.err(
+                field,
+                format!("must be an HTTP status code from 100 to 599, got {v}"),
+            )),
+        }
+    }
+
+    fn name(&self, field: &str, name: &str) -> InputResult<()> {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(self.err(
+                field,
+                format!("\"{name}\" is not a valid name: use letters, digits, '_' and '-'"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn dist(&self, field: &str, d: &DistRaw) -> InputResult<Dist> {
+        let secs = |sub: &str, v: &Option<String>| -> InputResult<Option<f64>> {
+            v.as_ref()
+                .map(|s| {
+                    parse_duration(s)
+                        .map(crate::engine::to_secs_f64)
+                        .map_err(|m| self.err(&format!("{field}.{sub}"), m))
+                })
+                .transpose()
+        };
+        let (value, mean, min, max, p99) = (
+            secs("value", &d.value)?,
+            secs("mean", &d.mean)?,
+            secs("min", &d.min)?,
+            secs("max", &d.max)?,
+            secs("p99", &d.p99)?,
+        );
+        let present: Vec<&str> = [
+            ("value", value.is_some()),
+            ("mean", mean.is_some()),
+            ("min", min.is_some()),
+            ("max", max.is_some()),
+            ("p99", p99.is_some()),
+            ("mu", d.mu.is_some()),
+            ("sigma", d.sigma.is_some()),
+            ("shape", d.shape.is_some()),
+        ]
+        .iter()
+        .filter(|(_, p)| *p)
+        .map(|(n, _)| *n)
+        .collect();
+        let only = |allowed: &[&str]| -> InputResult<()> {
+            match present.iter().find(|p| !allowed.contains(p)) {
+                Some(extra) => Err(self.err(
+                    &format!("{field}.{extra}"),
+                    format!(
+                        "not a parameter of dist = \"{}\" (it takes {})",
+                        d.dist,
+                        allowed.join(", ")
+                    ),
+                )),
+                None => Ok(()),
+            }
+        };
+        let need = |name: &str, v: Option<f64>| {
+            v.ok_or_else(|| self.err(field, format!("dist = \"{}\" needs `{name}`", d.dist)))
+        };
+        match d.dist.as_str() {
+            "const" => {
+                only(&["value"])?;
+                Ok(Dist::Const(crate::engine::from_secs_f64(need("value", value)?)))
+            }
+            "exp" => {
+                only(&["mean"])?;
+                let m = need("mean", mean)?;
+                if m <= 0.0 {
+                    return Err(self.err(&format!("{field}.mean"), "must be longer than 0"));
+                }
+                Ok(Dist::Exp { mean: m })
+            }
+            "uniform" => {
+                only(&["min", "max"])?;
+                let (lo, hi) = (need("min", min)?, need("max", max)?);
+                if hi < lo {
+                    return Err(self.err(&format!("{field}.max"), "must be at least `min`"));
+                }
+                Ok(Dist::Uniform { min: lo, max: hi })
+            }
+            "lognormal" => {
+                if d.mu.is_some() || d.sigma.is_some() {
+                    only(&["mu", "sigma"])?;
+                    let (mu, sigma) = (d.mu.unwrap_or(f64::NAN), d.sigma.unwrap_or(f64::NAN));
+                    if !mu.is_finite() || !(sigma.is_finite() && sigma > 0.0) {
+                        return Err(self.err(field, "lognormal by mu + sigma needs both, finite, with sigma > 0 (of ln seconds)"));
+                    }
+                    Ok(Dist::LogNormal { mu, sigma })
+                } else {
+                    only(&["mean", "p99"])?;
+                    let (m, p) = (need("mean", mean)?, need("p99", p99)?);
+                    Dist::lognormal_from_mean_p99(m, p).map_err(|msg| self.err(field, msg))
+                }
+            }
+            "gamma" => {
+                only(&["mean", "shape"])?;
+                let m = need("mean", mean)?;
+                let k = d.shape.ok_or_else(|| self.err(field, "dist = \"gamma\" needs `shape`"))?;
+                if m <= 0.0 || !(k.is_finite() && k > 0.0) {
+                    return Err(self.err(field, "gamma needs mean > 0 and shape > 0"));
+                }
+                Ok(Dist::Gamma { shape: k, scale: m / k })
+            }
+            other => Err(self.err(&format!("{field}.dist"), format!("unknown distribution \"{other}\": allowed are const, exp, uniform, lognormal, gamma"))),
+        }
+    }
+}
+
+/// Validates a policy table. `prefix` is the field path of the table in its
+/// file (empty for a policy file).
+pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> {
+    let v = V { file };
+    let f = |name: &str| {
+        if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        }
+    };
+    let max_attempts = v.int_in(&f("max_attempts"), raw.max_attempts, 1, 1, 1000)? as u32;
+    let per_try_timeout =
+        v.positive_dur(&f("per_try_timeout"), raw.per_try_timeout.as_ref(), NEVER)?;
+    let deadline = v.positive_dur(&f("deadline"), raw.deadline.as_ref(), NEVER)?;
+    if per_try_timeout == NEVER && deadline == NEVER {
+        return Err(v.err(
+            if prefix.is_empty() {
+                "per_try_timeout"
+            } else {
+                prefix
+            },
+            "a policy needs `per_try_timeout` or `deadline` (or both)",
+        ));
+    }
+    let min_attempt_time = v.dur(&f("min_attempt_time"), raw.min_attempt_time.as_ref(), 0)?;
+    let retry_on = match &raw.retry_on {
+        None => RetryOn::default(),
+        Some(list) => {
+            let mut entries = Vec::new();
+            for (i, e) in list.iter().enumerate() {
+                let text = match e {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(n) => n.to_string(),
+                    other => other.to_string(),
+                };
+                entries.push(
+                    RetryOn::parse_entry(&text)
+                        .map_err(|m| v.err(&format!("{}[{i}]", f("retry_on")), m))?,
+                );
+            }
+            RetryOn::from_entries(&entries)
+        }
+    };
+    let max_retry_after =
+        v.positive_dur(&f("max_retry_after"), raw.max_retry_after.as_ref(), NEVER)?;
+    let backoff = match &raw.backoff {
+        None => Backoff::default(),
+        Some(b) => backoff(&v, b, &f("backoff"))?,
+    };
+    if let Some(b) = &raw.budget {
+        let kind = b.kind.as_deref().unwrap_or("none");
+        match kind {
+            "none" => {}
+            "token_bucket" | "quota" | "ratio" | "concurrency" => return Err(not_yet(file, &f("budget.kind"), &format!("retry budget \"{kind}\""))),
+            other => return Err(v.err(&f("budget.kind"), format!("unknown budget \"{other}\": allowed are none, token_bucket, quota, ratio, concurrency"))),
+        }
+    }
+    if raw.circuit_breaker.is_some() {
+        return Err(not_yet(file, &f("circuit_breaker"), "the circuit breaker"));
+    }
+    Ok(Policy {
+        name: raw.name.clone().unwrap_or_else(|| "inline".into()),
+        max_attempts,
+        per_try_timeout,
+        deadline,
+        min_attempt_time,
+        retry_on,
+        retry_unknown_without_key: raw.retry_unknown_without_key.unwrap_or(false),
+        respect_retry_after: raw.respect_retry_after.unwrap_or(true),
+        max_retry_after,
+        backoff,
+    })
+}
+
+fn backoff(v: &V, b: &BackoffRaw, field: &str) -> InputResult<Backoff> {
+    let f = |n: &str| format!("{field}.{n}");
+    let kind = match b.kind.as_deref().unwrap_or("none") {
+        "none" => BackoffKind::None,
+        "constant" => BackoffKind::Constant,
+        "exponential" => BackoffKind::Exponential,
+        "decorrelated" => BackoffKind::Decorrelated,
+        other => return Err(v.err(
+            &f("kind"),
+            format!(
+                "unknown backoff \"{other}\": allowed are none, constant, exponential, decorrelated"
+            ),
+        )),
+    };
+    let base = v.dur(&f("base"), b.base.as_ref(), 0)?;
+    if kind != BackoffKind::None && b.base.is_none() {
+        return Err(v.err(
+            &f("base"),
+            "required for this backoff kind (a duration such as \"100ms\")",
+        ));
+    }
+    let cap = v.dur(&f("cap"), b.cap.as_ref(), NEVER)?;
+    if cap < base {
+        return Err(v.err(
+            &f("cap"),
+            format!(
+                "must be at least `base` ({})",
+                b.base.as_deref().unwrap_or("0s")
+            ),
+        ));
+    }
+    let multiplier = b.multiplier.unwrap_or(2.0);
+    if !(multiplier.is_finite() && multiplier >= 1.0) {
+        return Err(v.err(
+            &f("multiplier"),
+            format!("must be a number of at least 1, got {multiplier}"),
+        ));
+    }
+    let ratio = b.jitter_ratio.unwrap_or(0.2);
+    if !(0.0..=1.0).contains(&ratio) {
+        return Err(v.err(
+            &f("jitter_ratio"),
+            format!("must be from 0 to 1, got {ratio}"),
+        ));
+    }
+    let jitter = match b.jitter.as_deref().unwrap_or("none") {
+        "none" => Jitter::None,
+        "full" => Jitter::Full,
+        "equal" => Jitter::Equal,
+        "proportional" => Jitter::Proportional(ratio),
+        other => {
+            return Err(v.err(
+                &f("jitter"),
+                format!("unknown jitter \"{other}\": allowed are none, full, equal, proportional"),
+            ));
+        }
+    };
+    if b.jitter_ratio.is_some() && !matches!(jitter, Jitter::Proportional(_)) {
+        return Err(v.err(
+            &f("jitter_ratio"),
+            "only used with jitter = \"proportional\"",
+        ));
+    }
+    if kind == BackoffKind::Decorrelated && jitter != Jitter::None {
+        return Err(v.err(
+            &f("jitter"),
+            "decorrelated backoff draws its own random wait: leave jitter at \"none\"",
+        ));
+    }
+    Ok(Backoff {
+        kind,
+        base,
+        cap,
+        multiplier,
+        jitter,
+    })
+}
+
+/// Validates one variant's experiment document.
+pub fn scenario(
+    raw: &ExperimentRaw,
+    variant: &str,
+    file: &str,
+    origins: &BTreeMap<String, String>,
+) -> InputResult<Scenario> {
+    let v = V { file };
+    let e = &raw.experiment;
+    let duration = v
+        .positive_dur("experiment.duration", e.duration.as_ref(), 0)
+        .map_err(|_| match &e.duration {
+            None => v.err(
+                "experiment.duration",
+                "required: how long intents arrive, such as \"60s\"",
+            ),
+            Some(s) => v.err(
+                "experiment.duration",
+                parse_duration(s)
+                    .err()
+                    .unwrap_or_else(|| "must be longer than 0".into()),
+            ),
+        })?;
+    if duration == NEVER {
+        return Err(v.err("experiment.duration", "must be finite"));
+    }
+    let warmup = v.dur("experiment.warmup", e.warmup.as_ref(), 0)?;
+    if warmup >= duration {
+        return Err(v.err("experiment.warmup", "must be shorter than `duration`"));
+    }
+    let seed = e.seed.unwrap_or(1);
+    if seed < 0 {
+        return Err(v.err("experiment.seed", "must be a non-negative integer"));
+    }
+    let replications = v.int_in("experiment.replications", e.replications, 5, 1, 100_000)? as u32;
+    let bin = v.positive_dur("experiment.bin", e.bin.as_ref(), 1_000_000_000)?;
+    if duration / bin > 1_000_000 {
+        return Err(v.err(
+            "experiment.bin",
+            "gives more than a million bins over `duration`: use a coarser bin",
+        ));
+    }
+    let load_scale = e.load_scale.unwrap_or(1.0);
+    if !(load_scale.is_finite() && load_scale >= 0.0) {
+        return Err(v.err(
+            "experiment.load_scale",
+            format!("must be a non-negative number, got {load_scale}"),
+        ));
+    }
+    let drain_limit = v.dur(
+        "experiment.drain_limit",
+        e.drain_limit.as_ref(),
+        600_000_000_000,
+    )?;
+    if drain_limit == NEVER {
+        return Err(v.err("experiment.drain_limit", "must be finite"));
+    }
+
+    let latency = match raw.network.as_ref().and_then(|n| n.latency.as_ref()) {
+        Some(d) => v.dist("network.latency", d)?,
+        None => Dist::Const(1_000_000),
+    };
+
+    let mut operations: Vec<OperationSpec> = Vec::new();
+    for o in &raw.operations {
+        let field = format!("operations.{}", o.name);
+        v.name(&format!("{field}.name"), &o.name)?;
+        if operations.iter().any(|x| x.name == o.name) {
+            return Err(v.err(&format!("{field}.name"), "operation names must be unique"));
+        }
+        operations.push(OperationSpec {
+            name: o.name.clone(),
+            idempotent: o.idempotent.unwrap_or(false),
+        });
+    }
+
+    if raw.services.is_empty() {
+        return Err(InputError::field(
+            file,
+            "services",
+            "an experiment needs at least one [[services]] table",
+        ));
+    }
+    let mut services: Vec<ServiceSpec> = Vec::new();
+    for s in &raw.services {
+        services.push(service(&v, s, &services)?);
+    }
+    let service_index = |field: &str, name: &str| -> InputResult<usize> {
+        services.iter().position(|s| s.name == name).ok_or_else(|| {
+            let names: Vec<&str> = services.iter().map(|s| s.name.as_str()).collect();
+            v.err(
+                field,
+                format!(
+                    "no service named \"{name}\" (services: {})",
+                    names.join(", ")
+                ),
+            )
+        })
+    };
+
+    if raw.clients.is_empty() {
+        return Err(InputError::field(
+            file,
+            "clients",
+            "an experiment needs at least one [[clients]] table",
+        ));
+    }
+    let mut clients: Vec<ClientSpec> = Vec::new();
+    let mut edges: Vec<EdgeSpec> = Vec::new();
+    for (ci, c) in raw.clients.iter().enumerate() {
+        let field = format!("clients.{}", c.name);
+        let f = |n: &str| format!("{field}.{n}");
+        v.name(&f("name"), &c.name)?;
+        if clients.iter().any(|x| x.name == c.name) {
+            return Err(v.err(&f("name"), "client names must be unique"));
+        }
+        match c.mode.as_deref().unwrap_or("open") {
+            "open" => {}
+            m @ ("closed" | "burst") => {
+                return Err(not_yet(file, &f("mode"), &format!("mode = \"{m}\"")));
+            }
+            other => {
+                return Err(v.err(
+                    &f("mode"),
+                    format!("unknown mode \"{other}\": allowed are open, closed, burst"),
+                ));
+            }
+        }
+        for (name, present) in [
+            ("think_time", c.think_time.is_some()),
+            ("at", c.at.is_some()),
+            ("spread", c.spread.is_some()),
+        ] {
+            if present {
+                return Err(v.err(
+                    &f(name),
+                    "only used by closed or burst clients, not by mode = \"open\"",
+                ));
+            }
+        }
+        let count = v.int_in(&f("count"), c.count, 1, 1, 100_000_000)? as u32;
+        let rate = rate_schedule(&v, &f("rate"), c.rate.as_ref(), duration)?;
+        let target = service_index(&f("target"), &c.target)?;
+        let operation = match &c.operation {
+            Some(name) => operations
+                .iter()
+                .position(|o| &o.name == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = operations.iter().map(|o| o.name.as_str()).collect();
+                    v.err(
+                        &f("operation"),
+                        format!(
+                            "no operation named \"{name}\" in [[operations]] (operations: {})",
+                            if names.is_empty() {
+                                "none".into()
+                            } else {
+                                names.join(", ")
+                            }
+                        ),
+                    )
+                })?,
+            None => {
+                // An implicit, non-idempotent operation per client class.
+                operations.push(OperationSpec {
+                    name: format!("{}-request", c.name),
+                    idempotent: false,
+                });
+                operations.len() - 1
+            }
+        };
+        let key_reuse = v.prob(&f("key_reuse_rate"), c.key_reuse_rate, 0.0)?;
+        if key_reuse > 0.0 {
+            return Err(not_yet(file, &f("key_reuse_rate"), "key reuse"));
+        }
+        let policy = match &c.policy {
+            None => crate::policy::Policy::default(),
+            Some(p) => {
+                let origin = origins.get(&field);
+                let prefix = format!("{field}.policy");
+                policy(
+                    p,
+                    origin.map(String::as_str).unwrap_or(file),
+                    if origin.is_some() { "" } else { &prefix },
+                )?
+            }
+        };
+        let edge = edges.len();
+        edges.push(EdgeSpec {
+            name: format!("{}->{}", c.name, c.target),
+            to: target,
+            latency: latency.clone(),
+        });
+        clients.push(ClientSpec {
+            name: c.name.clone(),
+            count,
+            rate,
+            target,
+            operation,
+            policy,
+            idempotency_key: c.idempotency_key.unwrap_or(false),
+            edge,
+        });
+        debug_assert_eq!(edge, ci);
+    }
+
+    let mut faults = Vec::new();
+    let mut fault_names = HashSet::new();
+    for (i, fr) in raw.faults.iter().enumerate() {
+        let label = fr.name.clone().unwrap_or_else(|| i.to_string());
+        let field = format!("faults.{label}");
+        let f = |n: &str| format!("{field}.{n}");
+        if let Some(n) = &fr.name {
+            v.name(&f("name"), n)?;
+        }
+        if !fault_names.insert(label.clone()) {
+            return Err(v.err(&f("name"), "fault names must be unique"));
+        }
+        let start = v.dur(&f("start"), fr.start.as_ref(), 0)?;
+        let length = v.dur(&f("duration"), fr.duration.as_ref(), NEVER)?;
+        let kind = match fr.kind.as_str() {
+            "error" => {
+                for (name, present) in [("capacity", fr.capacity.is_some()), ("extra", fr.extra.is_some()), ("restart_after", fr.restart_after.is_some())] {
+                    if present {
+                        return Err(v.err(&f(name), "not a field of an error fault (it takes status, probability, retry_after, start, duration)"));
+                    }
+                }
+                let retry_after = fr.retry_after.as_ref().map(|s| v.dur(&f("retry_after"), Some(s), 0)).transpose()?;
+                FaultKind::Error { status: v.status(&f("status"), fr.status.as_ref(), 503)?, probability: v.prob(&f("probability"), fr.probability, 1.0)?, retry_after }
+            }
+            k @ ("outage" | "brownout" | "latency" | "response_loss" | "crash" | "partition") => return Err(not_yet(file, &f("kind"), &format!("the \"{k}\" fault"))),
+            other => return Err(v.err(&f("kind"), format!("unknown fault kind \"{other}\": allowed are error, outage, brownout, latency, response_loss, crash, partition"))),
+        };
+        let target = service_index(&f("target"), &fr.target)?;
+        faults.push(FaultSpec {
+            name: label,
+            target,
+            start,
+            end: start.saturating_add(length),
+            kind,
+        });
+    }
+
+    Ok(Scenario {
+        variant: variant.to_string(),
+        name: e.name.clone().unwrap_or_else(|| variant.to_string()),
+        duration,
+        warmup,
+        seed: seed as u64,
+        replications,
+        bin,
+        load_scale,
+        drain_limit,
+        clients,
+        operations,
+        services,
+        faults,
+        edges,
+    })
+}
+
+fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec]) -> InputResult<ServiceSpec> {
+    let field = format!("services.{}", s.name);
+    let f = |n: &str| format!("{field}.{n}");
+    v.name(&f("name"), &s.name)?;
+    if before.iter().any(|x| x.name == s.name) {
+        return Err(v.err(&f("name"), "service names must be unique"));
+    }
+    let workers = v.int_in(&f("workers"), s.workers, 1, 1, 10_000_000)? as u32;
+    let mut queue_limit = None;
+    if let Some(q) = &s.queue {
+        if let Some(l) = q.limit {
+            queue_limit = Some(v.int_in(&f("queue.limit"), Some(l), 0, 0, u32::MAX as i64)? as u32);
+        }
+        match q.discipline.as_deref().unwrap_or("fifo") {
+            "fifo" => {}
+            d @ ("lifo" | "codel") => {
+                return Err(not_yet(
+                    v.file,
+                    &f("queue.discipline"),
+                    &format!("discipline = \"{d}\""),
+                ));
+            }
+            other => {
+                return Err(v.err(
+                    &f("queue.discipline"),
+                    format!("unknown discipline \"{other}\": allowed are fifo, lifo, codel"),
+                ));
+            }
+        }
+        for (name, present) in [
+            ("target", q.target.is_some()),
+            ("interval", q.interval.is_some()),
+        ] {
+            if present {
+                return Err(v.err(
+                    &f(&format!("queue.{name}")),
+                    "only used with discipline = \"codel\"",
+                ));
+            }
+        }
+    }
+    let service_time = match &s.service_time {
+        Some(d) => v.dist(&f("service_time"), d)?,
+        None => {
+            return Err(v.err(
+                &f("service_time"),
+                "required: a distribution such as { dist = \"exp\", mean = \"10ms\" }",
+            ));
+        }
+    };
+    let overload = match &s.overload {
+        None => OverloadAnswer {
+            status: 503,
+            retry_after: None,
+        },
+        Some(o) => OverloadAnswer {
+            status: v.status(&f("overload.status"), o.status.as_ref(), 503)?,
+            retry_after: o
+                .retry_after
+                .as_ref()
+                .map(|r| v.dur(&f("overload.retry_after"), Some(r), 0))
+                .transpose()?,
+        },
+    };
+    if s.rate_limit.is_some() {
+        return Err(not_yet(
+            v.file,
+            &f("rate_limit"),
+            "service-side rate limiting",
+        ));
+    }
+    if s.idempotency.is_some() {
+        return Err(not_yet(v.file, &f("idempotency"), "the idempotency ledger"));
+    }
+    if s.occ.is_some() {
+        return Err(not_yet(v.file, &f("occ"), "optimistic concurrency"));
+    }
+    if !s.calls.is_empty() {
+        return Err(not_yet(v.file, &f("calls"), "downstream calls"));
+    }
+    if let Some(c) = &s.commits {
+        v.name(&f("commits"), c)?;
+    }
+    Ok(ServiceSpec {
+        name: s.name.clone(),
+        workers,
+        queue_limit,
+        service_time,
+        drop_expired: s.drop_expired.unwrap_or(false),
+        overload,
+        commits: s.commits.clone(),
+    })
+}
+
+/// `rate = "800/s"` or `rate = [{ at = "0s", rate = "800/s" }, …]`.
+fn rate_schedule(
+    v: &V,
+    field: &str,
+    value: Option<&toml::Value>,
+    duration: Nanos,
+) -> InputResult<Vec<(Nanos, f64)>> {
+    let Some(value) = value else {
+        return Err(v.err(field, "required for an open-loop client: a rate such as \"800/s\" or a schedule [{ at = \"0s\", rate = \"800/s\" }, …]"));
+    };
+    match value {
+        toml::Value::String(s) => Ok(vec![(0, parse_rate(s).map_err(|m| v.err(field, m))?)]),
+        toml::Value::Array(items) if !items.is_empty() => {
+            let mut out: Vec<(Nanos, f64)> = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let ef = format!("{field}.{i}");
+                let t = item.as_table().ok_or_else(|| {
+                    v.err(
+                        &ef,
+                        "each schedule entry is a table { at = \"30s\", rate = \"900/s\" }",
+                    )
+                })?;
+                if let Some(k) = t.keys().find(|k| *k != "at" && *k != "rate") {
+                    return Err(v.err(
+                        &format!("{ef}.{k}"),
+                        "unknown key: a schedule entry has `at` and `rate`",
+                    ));
+                }
+                let at = match t.get("at") {
+                    Some(toml::Value::String(s)) => {
+                        parse_duration(s).map_err(|m| v.err(&format!("{ef}.at"), m))?
+                    }
+                    _ => {
+                        return Err(
+                            v.err(&format!("{ef}.at"), "required: a duration such as \"30s\"")
+                        );
+                    }
+                };
+                let rate = match t.get("rate") {
+                    Some(toml::Value::String(s)) => {
+                        parse_rate(s).map_err(|m| v.err(&format!("{ef}.rate"), m))?
+                    }
+                    _ => {
+                        return Err(
+                            v.err(&format!("{ef}.rate"), "required: a rate such as \"800/s\"")
+                        );
+                    }
+                };
+                if let Some(&(prev, _)) = out.last()
+                    && at <= prev
+                {
+                    return Err(v.err(
+                        &format!("{ef}.at"),
+                        "schedule entries must have strictly increasing `at`",
+                    ));
+                }
+                if at >= duration {
+                    return Err(v.err(
+                        &format!("{ef}.at"),
+                        "must be before the experiment's `duration`",
+                    ));
+                }
+                out.push((at, rate));
+            }
+            if out[0].0 > 0 {
+                out.insert(0, (0, 0.0));
+            }
+            Ok(out)
+        }
+        other => Err(v.err(
+            field,
+            format!("must be a rate such as \"800/s\" or a non-empty schedule, got {other}"),
+        )),
+    }
+}

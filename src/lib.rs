@@ -1,0 +1,19 @@
+//! retrysim: a deterministic discrete-event simulator of retry policies,
+//! idempotency and overload in service graphs.
+//!
+//! Data flows one way: [`config`] (files, overrides, validation) →
+//! [`model`] (the world of one run, on the [`engine`]) → [`metrics`] →
+//! [`analysis`] (replications, statistics) → [`output`]. [`policy`] holds
+//! the retry decision as pure functions; [`cli`] the command line.
+
+pub mod analysis;
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod metrics;
+pub mod model;
+pub mod output;
+pub mod policy;
+
+pub use error::InputError;

@@ -1,0 +1,41 @@
+//! Per-run collection: streaming counters, an HDR latency histogram and the
+//! per-bin time series. Memory does not grow with the number of intents.
+
+pub mod latency;
+pub mod run;
+pub mod timeseries;
+
+pub use latency::LatencyHistogram;
+pub use run::{MetricMap, RunCollector, RunResult};
+pub use timeseries::{BinRow, TimeSeries};
+
+/// Headline metrics, in the order tables and files show them (DESIGN §5).
+pub const METRICS: [&str; 16] = [
+    "intents",
+    "success_rate",
+    "goodput_per_s",
+    "attempts_per_intent",
+    "amplification",
+    "latency_mean_s",
+    "latency_p50_s",
+    "latency_p99_s",
+    "latency_p999_s",
+    "wasted_fraction",
+    "duplicate_intents",
+    "orphan_commits",
+    "lost_effects",
+    "retries_denied_budget",
+    "recovery_time_s",
+    "recovered_fraction",
+];
+
+/// Metrics per call edge.
+pub const EDGE_METRICS: [&str; 1] = ["attempts_per_intent"];
+
+/// Metrics per service.
+pub const SERVICE_METRICS: [&str; 4] = [
+    "requests_per_intent",
+    "utilization",
+    "queue_len",
+    "wasted_fraction",
+];

@@ -1,0 +1,71 @@
+//! End-to-end latency of successful intents in an HDR histogram.
+
+use crate::engine::{Nanos, to_secs_f64};
+use hdrhistogram::Histogram;
+
+/// A latency histogram in nanoseconds, 1 µs to 1 day, 3 significant digits.
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    hist: Histogram<u64>,
+    sum_ns: u128,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::with_precision(3)
+    }
+}
+
+impl LatencyHistogram {
+    /// A histogram with `digits` significant decimal digits.
+    pub fn with_precision(digits: u8) -> Self {
+        let hist = Histogram::new_with_bounds(1_000, 86_400_000_000_000, digits)
+            .expect("static histogram bounds are valid");
+        Self { hist, sum_ns: 0 }
+    }
+
+    /// Records one latency (values outside the range are clamped).
+    #[inline]
+    pub fn record(&mut self, ns: Nanos) {
+        self.hist.saturating_record(ns.max(1_000));
+        self.sum_ns += ns as u128;
+    }
+
+    /// Number of values recorded.
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// The `q` quantile in seconds, `None` when empty.
+    pub fn quantile_s(&self, q: f64) -> Option<f64> {
+        (self.count() > 0).then(|| to_secs_f64(self.hist.value_at_quantile(q)))
+    }
+
+    /// The exact mean in seconds, `None` when empty.
+    pub fn mean_s(&self) -> Option<f64> {
+        (self.count() > 0).then(|| self.sum_ns as f64 / self.count() as f64 / 1e9)
+    }
+
+    /// Adds another histogram's values.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        self.hist.add(&other.hist).expect("histograms share bounds");
+        self.sum_ns += other.sum_ns;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_within_precision() {
+        let mut h = LatencyHistogram::default();
+        for ms in 1..=1000u64 {
+            h.record(ms * 1_000_000);
+        }
+        let p99 = h.quantile_s(0.99).unwrap();
+        assert!((p99 - 0.990).abs() < 0.001, "{p99}");
+        assert!((h.mean_s().unwrap() - 0.5005).abs() < 1e-9);
+        assert_eq!(LatencyHistogram::default().quantile_s(0.5), None);
+    }
+}

@@ -1,0 +1,194 @@
+//! Counters of one run and the metrics computed from them at its end.
+
+use super::{LatencyHistogram, TimeSeries};
+use crate::config::Scenario;
+use crate::engine::{Nanos, to_secs_f64};
+use crate::policy::DenyReason;
+use std::collections::BTreeMap;
+
+/// Metric name → value; `None` where the model has no value.
+pub type MetricMap = BTreeMap<String, Option<f64>>;
+
+/// Streaming counters for one run. Only intents that arrived in
+/// [warmup, duration) count towards the summary metrics; the time series
+/// sees everything.
+#[derive(Debug)]
+pub struct RunCollector {
+    pub intents: u64,
+    pub ok: u64,
+    pub edge_attempts: Vec<u64>,
+    pub service_arrivals: Vec<u64>,
+    pub service_work_ns: Vec<f64>,
+    pub service_wasted_ns: Vec<f64>,
+    /// Per service: ∫ busy and ∫ queue length over [warmup, duration) (ns).
+    pub window_busy: Vec<f64>,
+    pub window_queue: Vec<f64>,
+    pub latency: LatencyHistogram,
+    pub duplicates: u64,
+    pub orphan_commits: u64,
+    /// How failed intents ended: `<last outcome> (<reason>)` → count.
+    pub failures: BTreeMap<String, u64>,
+    /// Retries refused, per reason.
+    pub denials: BTreeMap<DenyReason, u64>,
+    pub series: TimeSeries,
+    pub window: (Nanos, Nanos),
+}
+
+impl RunCollector {
+    /// Empty counters for `scenario`.
+    pub fn new(s: &Scenario) -> Self {
+        let n = s.services.len();
+        Self {
+            intents: 0,
+            ok: 0,
+            edge_attempts: vec![0; s.edges.len()],
+            service_arrivals: vec![0; n],
+            service_work_ns: vec![0.0; n],
+            service_wasted_ns: vec![0.0; n],
+            window_busy: vec![0.0; n],
+            window_queue: vec![0.0; n],
+            latency: LatencyHistogram::default(),
+            duplicates: 0,
+            orphan_commits: 0,
+            failures: BTreeMap::new(),
+            denials: BTreeMap::new(),
+            series: TimeSeries::new(s.bin, n),
+            window: (s.warmup, s.duration),
+        }
+    }
+
+    /// Whether an intent that arrived at `t` counts.
+    #[inline]
+    pub fn in_window(&self, t: Nanos) -> bool {
+        t >= self.window.0 && t < self.window.1
+    }
+
+    /// Service `s` held `queue_len` waiting and `busy` working over [from, to).
+    #[inline]
+    pub fn service_state(&mut self, s: usize, from: Nanos, to: Nanos, queue_len: usize, busy: u32) {
+        self.series.accumulate(s, from, to, queue_len, busy);
+        let (lo, hi) = (from.max(self.window.0), to.min(self.window.1));
+        if hi > lo {
+            let dt = (hi - lo) as f64;
+            self.window_busy[s] += busy as f64 * dt;
+            self.window_queue[s] += queue_len as f64 * dt;
+        }
+    }
+
+    /// Computes the metrics of the finished run.
+    pub fn finish(self, s: &Scenario, end: Nanos, events: u64) -> RunResult {
+        let intents = self.intents as f64;
+        let per_intent = |x: f64| (self.intents > 0).then(|| x / intents);
+        let window_s = to_secs_f64(s.duration - s.warmup);
+        let mut m = MetricMap::new();
+        let mut put = |k: &str, v: Option<f64>| {
+            m.insert(k.to_string(), v);
+        };
+        put("intents", Some(intents));
+        put("success_rate", per_intent(self.ok as f64));
+        put("goodput_per_s", Some(self.ok as f64 / window_s));
+        let client_attempts: u64 = s.clients.iter().map(|c| self.edge_attempts[c.edge]).sum();
+        put("attempts_per_intent", per_intent(client_attempts as f64));
+        let (amp_service, amp) = self
+            .service_arrivals
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| (i, a))
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+            .unwrap_or((0, 0));
+        put("amplification", per_intent(amp as f64));
+        put("latency_mean_s", self.latency.mean_s());
+        put("latency_p50_s", self.latency.quantile_s(0.5));
+        put("latency_p99_s", self.latency.quantile_s(0.99));
+        put("latency_p999_s", self.latency.quantile_s(0.999));
+        let work: f64 = self.service_work_ns.iter().sum();
+        let wasted: f64 = self.service_wasted_ns.iter().sum();
+        put("wasted_fraction", (work > 0.0).then(|| wasted / work));
+        put("duplicate_intents", Some(self.duplicates as f64));
+        put("orphan_commits", Some(self.orphan_commits as f64));
+        // Not produced by this model yet: null, never 0.
+        put("lost_effects", None);
+        put("retries_denied_budget", None);
+        put("recovery_time_s", None);
+        put("recovered_fraction", None);
+
+        let edges = s
+            .edges
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let mut em = MetricMap::new();
+                em.insert(
+                    "attempts_per_intent".into(),
+                    per_intent(self.edge_attempts[i] as f64),
+                );
+                (e.name.clone(), em)
+            })
+            .collect();
+        let window_ns = (s.duration - s.warmup) as f64;
+        let services = s
+            .services
+            .iter()
+            .enumerate()
+            .map(|(i, sv)| {
+                let mut sm = MetricMap::new();
+                sm.insert(
+                    "requests_per_intent".into(),
+                    per_intent(self.service_arrivals[i] as f64),
+                );
+                sm.insert(
+                    "utilization".into(),
+                    Some(self.window_busy[i] / (window_ns * sv.workers as f64)),
+                );
+                sm.insert("queue_len".into(), Some(self.window_queue[i] / window_ns));
+                let w = self.service_work_ns[i];
+                sm.insert(
+                    "wasted_fraction".into(),
+                    (w > 0.0).then(|| self.service_wasted_ns[i] / w),
+                );
+                (sv.name.clone(), sm)
+            })
+            .collect();
+        let mut denials = BTreeMap::new();
+        for (r, n) in &self.denials {
+            denials.insert(r.label().to_string(), *n);
+        }
+        RunResult {
+            metrics: m,
+            amplification_service: s.services[amp_service].name.clone(),
+            edges,
+            services,
+            failures: self.failures,
+            denials,
+            latency: self.latency,
+            series: self.series,
+            end,
+            events,
+        }
+    }
+}
+
+/// Everything one run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Headline metrics (see [`super::METRICS`]).
+    pub metrics: MetricMap,
+    /// The service where `amplification` is largest.
+    pub amplification_service: String,
+    /// Per call edge, in scenario order.
+    pub edges: Vec<(String, MetricMap)>,
+    /// Per service, in scenario order.
+    pub services: Vec<(String, MetricMap)>,
+    /// How failed intents ended.
+    pub failures: BTreeMap<String, u64>,
+    /// Retries refused, per reason.
+    pub denials: BTreeMap<String, u64>,
+    /// Latency of successful intents in the window.
+    pub latency: LatencyHistogram,
+    /// The time series.
+    pub series: TimeSeries,
+    /// Simulated time at which the run ended.
+    pub end: Nanos,
+    /// Events processed.
+    pub events: u64,
+}

@@ -1,0 +1,120 @@
+//! The per-bin time series of one run (DESIGN §5 `timeseries.csv`).
+
+use super::LatencyHistogram;
+use crate::engine::{Nanos, to_secs_f64};
+
+/// Counters of one time bin.
+#[derive(Clone, Debug, Default)]
+pub struct BinRow {
+    /// Intents that arrived.
+    pub offered: u64,
+    /// Attempts sent on client edges.
+    pub attempts: u64,
+    /// Intents that ended `ok`.
+    pub goodput: u64,
+    /// Latency of the intents that ended `ok` in this bin.
+    pub latency: Option<Box<LatencyHistogram>>,
+    /// Per service: ∫ queue length dt (ns).
+    pub queue_area: Vec<f64>,
+    /// Per service: ∫ busy workers dt (ns).
+    pub busy_area: Vec<f64>,
+    /// Per service: executions finished for callers that had given up.
+    pub wasted: Vec<u64>,
+}
+
+/// Time series of one run.
+#[derive(Clone, Debug)]
+pub struct TimeSeries {
+    bin: Nanos,
+    services: usize,
+    rows: Vec<BinRow>,
+}
+
+impl TimeSeries {
+    /// An empty series with bins of `bin` for `services` services.
+    pub fn new(bin: Nanos, services: usize) -> Self {
+        Self {
+            bin,
+            services,
+            rows: Vec::new(),
+        }
+    }
+
+    /// The bin width.
+    pub fn bin(&self) -> Nanos {
+        self.bin
+    }
+
+    /// The rows, bin 0 first.
+    pub fn rows(&self) -> &[BinRow] {
+        &self.rows
+    }
+
+    /// The row of the bin containing `t`, created on demand.
+    #[inline]
+    pub fn at(&mut self, t: Nanos) -> &mut BinRow {
+        let i = (t / self.bin) as usize;
+        if i >= self.rows.len() {
+            let services = self.services;
+            self.rows.resize_with(i + 1, || BinRow {
+                queue_area: vec![0.0; services],
+                busy_area: vec![0.0; services],
+                wasted: vec![0; services],
+                ..BinRow::default()
+            });
+        }
+        &mut self.rows[i]
+    }
+
+    /// Adds `queue_len` and `busy` held constant over [from, to) to service `s`.
+    pub fn accumulate(&mut self, s: usize, from: Nanos, to: Nanos, queue_len: usize, busy: u32) {
+        if to <= from || (queue_len == 0 && busy == 0) {
+            return;
+        }
+        let mut t = from;
+        while t < to {
+            let end = ((t / self.bin) + 1).saturating_mul(self.bin).min(to);
+            let dt = (end - t) as f64;
+            let row = self.at(t);
+            row.queue_area[s] += queue_len as f64 * dt;
+            row.busy_area[s] += busy as f64 * dt;
+            t = end;
+        }
+    }
+
+    /// Records a successful intent ending at `t` after `latency`.
+    pub fn record_success(&mut self, t: Nanos, latency: Nanos) {
+        let row = self.at(t);
+        row.goodput += 1;
+        row.latency
+            .get_or_insert_with(|| Box::new(LatencyHistogram::with_precision(2)))
+            .record(latency);
+    }
+
+    /// Makes sure bins exist up to time `end`.
+    pub fn extend_to(&mut self, end: Nanos) {
+        if end > 0 {
+            self.at(end - 1);
+        }
+    }
+
+    /// Bin start time in seconds.
+    pub fn t_s(&self, i: usize) -> f64 {
+        to_secs_f64(i as u64 * self.bin)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn areas_split_across_bins() {
+        let mut ts = TimeSeries::new(100, 1);
+        ts.accumulate(0, 50, 250, 2, 1);
+        let q: Vec<f64> = ts.rows().iter().map(|r| r.queue_area[0]).collect();
+        assert_eq!(q, vec![100.0, 200.0, 100.0]);
+        let b: f64 = ts.rows().iter().map(|r| r.busy_area[0]).sum();
+        assert_eq!(b, 200.0);
+    }
+}

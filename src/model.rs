@@ -1,0 +1,11 @@
+//! The simulated world: clients, services, requests and faults, built once
+//! per run from a validated [`crate::config::Scenario`] and driven by the
+//! engine's event queue.
+
+pub mod dist;
+pub mod slab;
+pub mod world;
+
+pub use dist::Dist;
+pub use slab::{Id, Slab};
+pub use world::{World, simulate};

@@ -1,0 +1,135 @@
+//! Time distributions (service times, latencies) sampled from keyed draws.
+
+use crate::engine::{KeyedRandom, Nanos, from_secs_f64, to_secs_f64};
+use rand_distr::Distribution;
+
+/// The 0.99 quantile of the standard normal distribution.
+pub const Z99: f64 = 2.326_347_874_040_841;
+
+/// A validated distribution of durations.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dist {
+    /// Always `value`.
+    Const(Nanos),
+    /// Exponential with this mean (seconds).
+    Exp { mean: f64 },
+    /// Uniform on [min, max] (seconds).
+    Uniform { min: f64, max: f64 },
+    /// exp(N(mu, sigma)) seconds.
+    LogNormal { mu: f64, sigma: f64 },
+    /// Gamma with this shape and scale (seconds).
+    Gamma { shape: f64, scale: f64 },
+}
+
+impl Dist {
+    /// Lognormal parameters from a mean and a 99th percentile: solves
+    /// `mean = exp(mu + s²/2)` and `p99 = exp(mu + z s)` for the smaller `s`.
+    pub fn lognormal_from_mean_p99(mean: f64, p99: f64) -> Result<Dist, String> {
+        if !(mean > 0.0 && p99 > mean) {
+            return Err("lognormal needs 0 < mean < p99".into());
+        }
+        let d = (p99 / mean).ln();
+        let disc = Z99 * Z99 - 2.0 * d;
+        if disc < 0.0 {
+            return Err(format!(
+                "no lognormal has p99/mean = {:.2}: the ratio must be at most {:.1}",
+                p99 / mean,
+                (Z99 * Z99 / 2.0).exp()
+            ));
+        }
+        let sigma = Z99 - disc.sqrt();
+        let mu = mean.ln() - sigma * sigma / 2.0;
+        Ok(Dist::LogNormal { mu, sigma })
+    }
+
+    /// The mean, in seconds.
+    pub fn mean_secs(&self) -> f64 {
+        match *self {
+            Dist::Const(v) => to_secs_f64(v),
+            Dist::Exp { mean } => mean,
+            Dist::Uniform { min, max } => (min + max) / 2.0,
+            Dist::LogNormal { mu, sigma } => (mu + sigma * sigma / 2.0).exp(),
+            Dist::Gamma { shape, scale } => shape * scale,
+        }
+    }
+
+    /// Whether every draw is zero.
+    pub fn is_zero(&self) -> bool {
+        matches!(self, Dist::Const(0))
+    }
+
+    /// Draws one duration for the given key.
+    #[inline]
+    pub fn sample(&self, random: &KeyedRandom, key: &[u64]) -> Nanos {
+        let secs = match *self {
+            Dist::Const(v) => return v,
+            Dist::Exp { mean } => -mean * random.unit(key).ln(),
+            Dist::Uniform { min, max } => min + (max - min) * random.unit(key),
+            Dist::LogNormal { mu, sigma } => {
+                let mut s = random.stream(key);
+                // Box–Muller: one standard normal from two uniforms.
+                let (u1, u2) = (s.unit(), s.unit());
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                (mu + sigma * z).exp()
+            }
+            Dist::Gamma { shape, scale } => {
+                let mut s = random.stream(key);
+                match rand_distr::Gamma::new(shape, scale) {
+                    Ok(g) => g.sample(&mut s),
+                    Err(_) => shape * scale,
+                }
+            }
+        };
+        from_secs_f64(secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_mean(d: &Dist, n: u64) -> (f64, Vec<f64>) {
+        let r = KeyedRandom::for_replication(3, 0);
+        let xs: Vec<f64> = (0..n)
+            .map(|i| to_secs_f64(d.sample(&r, &[11, i])))
+            .collect();
+        (xs.iter().sum::<f64>() / n as f64, xs)
+    }
+
+    #[test]
+    fn means_match() {
+        let n = 100_000;
+        for d in [
+            Dist::Exp { mean: 0.01 },
+            Dist::Uniform {
+                min: 0.01,
+                max: 0.03,
+            },
+            Dist::Gamma {
+                shape: 2.0,
+                scale: 0.005,
+            },
+            Dist::lognormal_from_mean_p99(0.015, 0.08).unwrap(),
+        ] {
+            let (m, xs) = sample_mean(&d, n);
+            let var = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64;
+            let se = (var / n as f64).sqrt();
+            assert!(
+                (m - d.mean_secs()).abs() < 5.0 * se,
+                "{d:?}: mean {m} vs {}",
+                d.mean_secs()
+            );
+        }
+    }
+
+    #[test]
+    fn lognormal_p99_matches() {
+        let d = Dist::lognormal_from_mean_p99(0.015, 0.08).unwrap();
+        let (_, mut xs) = sample_mean(&d, 200_000);
+        xs.sort_by(f64::total_cmp);
+        let p99 = xs[(xs.len() as f64 * 0.99) as usize];
+        assert!((p99 / 0.08 - 1.0).abs() < 0.03, "p99 {p99}");
+        assert!(Dist::lognormal_from_mean_p99(0.015, 0.01).is_err());
+        assert!(Dist::lognormal_from_mean_p99(0.001, 1.0).is_err());
+    }
+}

@@ -1,0 +1,10 @@
+//! What users see: the summary (JSON, CSV, terminal table) and the time
+//! series, written atomically and never over an input file.
+
+pub mod files;
+pub mod summary;
+pub mod table;
+pub mod timeseries;
+
+pub use files::write_atomic;
+pub use summary::{VariantSummary, summarize_runs, summary_json};

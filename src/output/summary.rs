@@ -1,0 +1,168 @@
+//! `summary.json` (schema `retrysim.summary/1`) and the per-variant
+//! summaries the table and CSV are made from.
+
+use crate::analysis::{RunSet, Summary, summarize};
+use crate::config::Experiment;
+use crate::engine::to_secs_f64;
+use crate::metrics::{EDGE_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// Quantiles at which `latency_cdf` is written.
+pub fn cdf_quantiles() -> Vec<f64> {
+    let mut q: Vec<f64> = (1..100).map(|i| i as f64 / 100.0).collect();
+    q.extend([0.995, 0.999, 0.9995, 0.9999]);
+    q
+}
+
+/// One variant's metrics summarised over its replications.
+#[derive(Debug, Clone)]
+pub struct VariantSummary {
+    pub name: String,
+    pub policy: String,
+    pub metrics: Vec<(String, Summary)>,
+    pub amplification_service: String,
+    pub edges: Vec<(String, Vec<(String, Summary)>)>,
+    pub services: Vec<(String, Vec<(String, Summary)>)>,
+    /// Totals over replications.
+    pub failures: BTreeMap<String, u64>,
+    pub denials: BTreeMap<String, u64>,
+    /// (quantile, seconds) over all replications' successful intents.
+    pub latency_cdf: Vec<(f64, f64)>,
+}
+
+impl VariantSummary {
+    /// The summary of metric `name`.
+    pub fn metric(&self, name: &str) -> Option<&Summary> {
+        self.metrics.iter().find(|(k, _)| k == name).map(|(_, s)| s)
+    }
+}
+
+fn summarize_maps(maps: &[&MetricMap], names: &[&str]) -> Vec<(String, Summary)> {
+    names
+        .iter()
+        .map(|&k| {
+            (
+                k.to_string(),
+                summarize(maps.iter().map(|m| m.get(k).copied().flatten()).collect()),
+            )
+        })
+        .collect()
+}
+
+/// Summarises every variant of a run set.
+pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
+    set.variants
+        .iter()
+        .map(|v| {
+            let s = &v.scenario;
+            let metrics = summarize_maps(
+                &v.runs.iter().map(|r| &r.metrics).collect::<Vec<_>>(),
+                &METRICS,
+            );
+            let per = |pick: fn(&crate::metrics::RunResult) -> &Vec<(String, MetricMap)>,
+                       names: &[&str],
+                       n: usize| {
+                (0..n)
+                    .map(|i| {
+                        let maps: Vec<&MetricMap> = v.runs.iter().map(|r| &pick(r)[i].1).collect();
+                        let name = v
+                            .runs
+                            .first()
+                            .map(|r| pick(r)[i].0.clone())
+                            .unwrap_or_default();
+                        (name, summarize_maps(&maps, names))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let edges = per(|r| &r.edges, &EDGE_METRICS, s.edges.len());
+            let services = per(|r| &r.services, &SERVICE_METRICS, s.services.len());
+            let amplification_service = services
+                .iter()
+                .map(|(n, m)| (n.clone(), m[0].1.mean.unwrap_or(0.0)))
+                .fold((String::new(), f64::NEG_INFINITY), |best, x| {
+                    if x.1 > best.1 { x } else { best }
+                })
+                .0;
+            let mut failures = BTreeMap::new();
+            let mut denials = BTreeMap::new();
+            let mut latency = LatencyHistogram::default();
+            for r in &v.runs {
+                for (k, n) in &r.failures {
+                    *failures.entry(k.clone()).or_insert(0) += n;
+                }
+                for (k, n) in &r.denials {
+                    *denials.entry(k.clone()).or_insert(0) += n;
+                }
+                latency.merge(&r.latency);
+            }
+            let latency_cdf = cdf_quantiles()
+                .into_iter()
+                .filter_map(|q| latency.quantile_s(q).map(|x| (q, x)))
+                .collect();
+            let policy: Vec<&str> = s.clients.iter().map(|c| c.policy.name.as_str()).collect();
+            VariantSummary {
+                name: s.variant.clone(),
+                policy: policy.join(", "),
+                metrics,
+                amplification_service,
+                edges,
+                services,
+                failures,
+                denials,
+                latency_cdf,
+            }
+        })
+        .collect()
+}
+
+fn summary_value(s: &Summary) -> Value {
+    json!({
+        "mean": s.mean,
+        "ci95": s.ci95.map(|(lo, hi)| json!([lo, hi])).unwrap_or(Value::Null),
+        "values": s.values,
+    })
+}
+
+fn metrics_object(ms: &[(String, Summary)]) -> Value {
+    Value::Object(
+        ms.iter()
+            .map(|(k, s)| (k.clone(), summary_value(s)))
+            .collect::<Map<_, _>>(),
+    )
+}
+
+/// The `summary.json` document.
+pub fn summary_json(exp: &Experiment, set: &RunSet, summaries: &[VariantSummary]) -> Value {
+    let first = &exp.variants[0];
+    let variants: Vec<Value> = summaries
+        .iter()
+        .zip(&set.variants)
+        .map(|(v, runs)| {
+            json!({
+                "name": v.name,
+                "policy": v.policy,
+                "replications": runs.runs.len(),
+                "metrics": metrics_object(&v.metrics),
+                "amplification_service": v.amplification_service,
+                "edges": Value::Object(v.edges.iter().map(|(n, m)| (n.clone(), metrics_object(m))).collect()),
+                "services": Value::Object(v.services.iter().map(|(n, m)| (n.clone(), metrics_object(m))).collect()),
+                "failures": v.failures,
+                "retry_denials": v.denials,
+                "latency_cdf": v.latency_cdf.iter().map(|(q, x)| json!({"q": q, "latency_s": x})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "schema": "retrysim.summary/1",
+        "experiment": {
+            "name": first.name,
+            "file": exp.path.display().to_string(),
+            "seed": first.seed,
+            "duration_s": to_secs_f64(first.duration),
+            "warmup_s": to_secs_f64(first.warmup),
+            "bin_s": to_secs_f64(first.bin),
+        },
+        "variants": variants,
+    })
+}

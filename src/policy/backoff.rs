@@ -1,0 +1,203 @@
+//! Backoff and jitter formulas (DESIGN §2).
+//!
+//! `n = 1` is the first retry. Exponential: `limit = min(cap, base *
+//! multiplier^(n-1))`; constant: `limit = base`. Jitter: none → `limit`;
+//! full → `U(0, limit)`; equal → `limit/2 + U(0, limit/2)`; proportional →
+//! `limit * U(1-r, 1+r)`. Decorrelated (AWS): `min(cap, U(base, prev*3))`
+//! with `prev` starting at `base`.
+
+use crate::engine::{NEVER, Nanos};
+
+/// How the wait limit grows with the retry number.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BackoffKind {
+    /// Retry at once.
+    None,
+    /// Always `base`.
+    Constant,
+    /// `base * multiplier^(n-1)`, capped.
+    Exponential,
+    /// `min(cap, U(base, prev * 3))`.
+    Decorrelated,
+}
+
+/// How the wait is randomised below its limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Jitter {
+    None,
+    Full,
+    Equal,
+    /// `limit * U(1-r, 1+r)`.
+    Proportional(f64),
+}
+
+/// A validated `[backoff]` table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    pub kind: BackoffKind,
+    pub base: Nanos,
+    /// [`NEVER`] = no cap.
+    pub cap: Nanos,
+    pub multiplier: f64,
+    pub jitter: Jitter,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            kind: BackoffKind::None,
+            base: 0,
+            cap: NEVER,
+            multiplier: 2.0,
+            jitter: Jitter::None,
+        }
+    }
+}
+
+impl Backoff {
+    /// The limit of the wait before retry `n` (n ≥ 1), before jitter.
+    pub fn limit(&self, n: u32) -> Nanos {
+        match self.kind {
+            BackoffKind::None => 0,
+            BackoffKind::Constant => self.base.min(self.cap),
+            BackoffKind::Exponential | BackoffKind::Decorrelated => {
+                let grown = self.base as f64 * self.multiplier.powi(n.saturating_sub(1) as i32);
+                saturating_nanos(grown).min(self.cap)
+            }
+        }
+    }
+
+    /// The wait before retry `n`, given the previous wait `prev` (for
+    /// decorrelated; 0 before the first retry) and a uniform draw `u` in (0, 1).
+    pub fn delay(&self, n: u32, prev: Nanos, u: f64) -> Nanos {
+        if self.kind == BackoffKind::Decorrelated {
+            let prev = if prev == 0 { self.base } else { prev };
+            let hi = (prev as f64) * 3.0;
+            let lo = self.base as f64;
+            let d = lo + u * (hi - lo).max(0.0);
+            return saturating_nanos(d).min(self.cap);
+        }
+        let limit = self.limit(n) as f64;
+        let d = match self.jitter {
+            Jitter::None => limit,
+            Jitter::Full => u * limit,
+            Jitter::Equal => limit / 2.0 + u * limit / 2.0,
+            Jitter::Proportional(r) => limit * (1.0 - r + 2.0 * r * u),
+        };
+        saturating_nanos(d)
+    }
+
+    /// The longest wait retry `n` can draw.
+    pub fn max_delay(&self, n: u32) -> Nanos {
+        match (self.kind, self.jitter) {
+            (BackoffKind::Decorrelated, _) => self.cap,
+            (_, Jitter::Proportional(r)) => saturating_nanos(self.limit(n) as f64 * (1.0 + r)),
+            _ => self.limit(n),
+        }
+    }
+
+    /// Whether the wait is randomised.
+    pub fn is_jittered(&self) -> bool {
+        match self.kind {
+            BackoffKind::None => false,
+            BackoffKind::Decorrelated => true,
+            _ => self.jitter != Jitter::None,
+        }
+    }
+}
+
+fn saturating_nanos(x: f64) -> Nanos {
+    if x.is_nan() || x <= 0.0 {
+        0
+    } else if x >= NEVER as f64 {
+        NEVER
+    } else {
+        x.round() as Nanos
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    fn expo(jitter: Jitter) -> Backoff {
+        Backoff {
+            kind: BackoffKind::Exponential,
+            base: 100 * MS,
+            cap: 1000 * MS,
+            multiplier: 2.0,
+            jitter,
+        }
+    }
+
+    #[test]
+    fn exponential_limit_grows_then_caps() {
+        let b = expo(Jitter::None);
+        let limits: Vec<Nanos> = (1..=6).map(|n| b.limit(n) / MS).collect();
+        assert_eq!(limits, vec![100, 200, 400, 800, 1000, 1000]);
+        assert_eq!(b.delay(3, 0, 0.9), 400 * MS);
+    }
+
+    #[test]
+    fn constant_and_none() {
+        let c = Backoff {
+            kind: BackoffKind::Constant,
+            base: 50 * MS,
+            ..Backoff::default()
+        };
+        assert_eq!(c.delay(1, 0, 0.3), 50 * MS);
+        assert_eq!(c.delay(7, 0, 0.3), 50 * MS);
+        assert_eq!(Backoff::default().delay(4, 0, 0.5), 0);
+    }
+
+    #[test]
+    fn jitter_bounds_and_means() {
+        let n = 20_000;
+        let mut stream = crate::engine::Stream::from_state(42);
+        for (jitter, lo, hi, mean) in [
+            (Jitter::Full, 0.0, 400.0, 200.0),
+            (Jitter::Equal, 200.0, 400.0, 300.0),
+            (Jitter::Proportional(0.2), 320.0, 480.0, 400.0),
+        ] {
+            let b = expo(jitter);
+            let draws: Vec<f64> = (0..n)
+                .map(|_| b.delay(3, 0, stream.unit()) as f64 / MS as f64)
+                .collect();
+            let m = draws.iter().sum::<f64>() / n as f64;
+            assert!(
+                draws.iter().all(|&d| d >= lo && d <= hi),
+                "{jitter:?} out of [{lo}, {hi}]"
+            );
+            // Uniform on [lo, hi]: sd = (hi-lo)/sqrt(12); 5 standard errors.
+            let se = (hi - lo) / 12f64.sqrt() / (n as f64).sqrt();
+            assert!((m - mean).abs() < 5.0 * se, "{jitter:?} mean {m} vs {mean}");
+        }
+    }
+
+    #[test]
+    fn decorrelated_stays_between_base_and_three_times_prev() {
+        let b = Backoff {
+            kind: BackoffKind::Decorrelated,
+            base: 100 * MS,
+            cap: 2000 * MS,
+            ..Backoff::default()
+        };
+        let mut stream = crate::engine::Stream::from_state(7);
+        let mut prev = 0;
+        for n in 1..50 {
+            let d = b.delay(n, prev, stream.unit());
+            let hi = 3 * if prev == 0 { b.base } else { prev };
+            assert!(
+                d >= b.base && d <= hi.min(b.cap),
+                "retry {n}: {d} not in [{}, {}]",
+                b.base,
+                hi
+            );
+            prev = d;
+        }
+        // u = 0.5 from prev = base: base + (3 base - base) / 2 = 2 base.
+        assert_eq!(b.delay(1, 0, 0.5), 200 * MS);
+    }
+}

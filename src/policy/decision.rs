@@ -1,0 +1,288 @@
+//! The retry decision of DESIGN §4, in its order; each denial has a reason.
+
+use super::{Outcome, Policy};
+use crate::engine::{NEVER, Nanos};
+use std::fmt;
+
+/// Why a retry was not made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DenyReason {
+    /// The outcome is not in `retry_on`.
+    NotRetryable,
+    /// The outcome may have executed and repeating is not known to be safe.
+    Unsafe,
+    /// `max_attempts` reached.
+    Attempts,
+    /// The circuit breaker is open.
+    BreakerOpen,
+    /// The server's Retry-After exceeds `max_retry_after`.
+    RetryAfterTooLong,
+    /// The wait plus `min_attempt_time` would pass the deadline.
+    Deadline,
+    /// The retry budget refused.
+    Budget,
+}
+
+impl DenyReason {
+    /// Every reason, in decision order.
+    pub const ALL: [DenyReason; 7] = [
+        DenyReason::NotRetryable,
+        DenyReason::Unsafe,
+        DenyReason::Attempts,
+        DenyReason::BreakerOpen,
+        DenyReason::RetryAfterTooLong,
+        DenyReason::Deadline,
+        DenyReason::Budget,
+    ];
+
+    /// The name used in traces and tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            DenyReason::NotRetryable => "not_retryable",
+            DenyReason::Unsafe => "unsafe",
+            DenyReason::Attempts => "max_attempts",
+            DenyReason::BreakerOpen => "breaker_open",
+            DenyReason::RetryAfterTooLong => "retry_after_too_long",
+            DenyReason::Deadline => "deadline",
+            DenyReason::Budget => "budget",
+        }
+    }
+}
+
+impl fmt::Display for DenyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// What the caller does after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Retry after waiting this long.
+    Retry { wait: Nanos },
+    /// Give up, for this reason.
+    Deny(DenyReason),
+}
+
+/// Everything the decision needs to know about the failed attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryContext {
+    pub outcome: Outcome,
+    /// The operation is idempotent.
+    pub idempotent: bool,
+    /// An idempotency key was sent with the request.
+    pub key_sent: bool,
+    /// Attempts made so far, including the one that just failed.
+    pub attempts_made: u32,
+    /// Now.
+    pub now: Nanos,
+    /// The intent's absolute deadline ([`NEVER`] = none).
+    pub deadline_at: Nanos,
+    /// Retry-After from the server, if any.
+    pub retry_after: Option<Nanos>,
+    /// The backoff wait drawn for this retry.
+    pub backoff_wait: Nanos,
+    /// The circuit breaker allows a call now.
+    pub breaker_closed: bool,
+    /// The retry budget would grant a retry now.
+    pub budget_grants: bool,
+}
+
+/// Decides whether and when to retry, checking in DESIGN §4's order:
+/// retryable, safe, attempts left, breaker, the wait against
+/// `max_retry_after` and the deadline, and the budget last.
+pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
+    let o = ctx.outcome;
+    if !policy.retry_on.contains(o) {
+        return Decision::Deny(DenyReason::NotRetryable);
+    }
+    let safe =
+        ctx.idempotent || ctx.key_sent || o.nothing_executed() || policy.retry_unknown_without_key;
+    if !safe {
+        return Decision::Deny(DenyReason::Unsafe);
+    }
+    if ctx.attempts_made >= policy.max_attempts {
+        return Decision::Deny(DenyReason::Attempts);
+    }
+    if !ctx.breaker_closed {
+        return Decision::Deny(DenyReason::BreakerOpen);
+    }
+    let respected = if policy.respect_retry_after {
+        ctx.retry_after
+    } else {
+        None
+    };
+    let wait = match respected {
+        Some(ra) => {
+            let limit = if policy.max_retry_after != NEVER {
+                policy.max_retry_after
+            } else {
+                policy.deadline
+            };
+            if ra > limit {
+                return Decision::Deny(DenyReason::RetryAfterTooLong);
+            }
+            ra
+        }
+        None => ctx.backoff_wait,
+    };
+    if ctx.deadline_at != NEVER {
+        let start_by = ctx
+            .now
+            .saturating_add(wait)
+            .saturating_add(policy.min_attempt_time);
+        if start_by >= ctx.deadline_at {
+            return Decision::Deny(DenyReason::Deadline);
+        }
+    }
+    if !ctx.budget_grants {
+        return Decision::Deny(DenyReason::Budget);
+    }
+    Decision::Retry { wait }
+}
+
+/// The timeout for an attempt starting now: the per-try timeout clipped to
+/// the remaining deadline. [`NEVER`] when neither is set.
+pub fn attempt_timeout(policy: &Policy, now: Nanos, deadline_at: Nanos) -> Nanos {
+    let remaining = if deadline_at == NEVER {
+        NEVER
+    } else {
+        deadline_at.saturating_sub(now)
+    };
+    policy.per_try_timeout.min(remaining)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::RetryOn;
+
+    const MS: Nanos = 1_000_000;
+
+    fn policy() -> Policy {
+        Policy {
+            max_attempts: 3,
+            deadline: 1000 * MS,
+            retry_on: RetryOn::from_entries(&[
+                RetryOn::parse_entry("timeout").unwrap(),
+                RetryOn::parse_entry("503").unwrap(),
+            ]),
+            ..Policy::default()
+        }
+    }
+
+    fn ctx(outcome: Outcome) -> RetryContext {
+        RetryContext {
+            outcome,
+            idempotent: false,
+            key_sent: false,
+            attempts_made: 1,
+            now: 100 * MS,
+            deadline_at: 1000 * MS,
+            retry_after: None,
+            backoff_wait: 50 * MS,
+            breaker_closed: true,
+            budget_grants: true,
+        }
+    }
+
+    #[test]
+    fn order_of_checks() {
+        let p = policy();
+        assert_eq!(
+            decide(&p, &ctx(Outcome::Status(500))),
+            Decision::Deny(DenyReason::NotRetryable)
+        );
+        // A timeout on a non-idempotent operation without a key is unsafe…
+        assert_eq!(
+            decide(&p, &ctx(Outcome::Timeout)),
+            Decision::Deny(DenyReason::Unsafe)
+        );
+        // …but safe with a key, or when the operation is idempotent.
+        assert_eq!(
+            decide(
+                &p,
+                &RetryContext {
+                    key_sent: true,
+                    ..ctx(Outcome::Timeout)
+                }
+            ),
+            Decision::Retry { wait: 50 * MS }
+        );
+        // 503 proves nothing executed.
+        assert_eq!(
+            decide(&p, &ctx(Outcome::Status(503))),
+            Decision::Retry { wait: 50 * MS }
+        );
+        let spent = RetryContext {
+            attempts_made: 3,
+            ..ctx(Outcome::Status(503))
+        };
+        assert_eq!(decide(&p, &spent), Decision::Deny(DenyReason::Attempts));
+        let open = RetryContext {
+            breaker_closed: false,
+            ..ctx(Outcome::Status(503))
+        };
+        assert_eq!(decide(&p, &open), Decision::Deny(DenyReason::BreakerOpen));
+        let broke = RetryContext {
+            budget_grants: false,
+            ..ctx(Outcome::Status(503))
+        };
+        assert_eq!(decide(&p, &broke), Decision::Deny(DenyReason::Budget));
+    }
+
+    #[test]
+    fn retry_after_longer_than_the_deadline_gives_up_at_once() {
+        let p = policy();
+        let c = RetryContext {
+            retry_after: Some(2000 * MS),
+            ..ctx(Outcome::Status(503))
+        };
+        assert_eq!(
+            decide(&p, &c),
+            Decision::Deny(DenyReason::RetryAfterTooLong)
+        );
+        let c = RetryContext {
+            retry_after: Some(950 * MS),
+            ..ctx(Outcome::Status(503))
+        };
+        assert_eq!(decide(&p, &c), Decision::Deny(DenyReason::Deadline));
+        let c = RetryContext {
+            retry_after: Some(200 * MS),
+            ..ctx(Outcome::Status(503))
+        };
+        assert_eq!(decide(&p, &c), Decision::Retry { wait: 200 * MS });
+        let ignoring = Policy {
+            respect_retry_after: false,
+            ..policy()
+        };
+        let c = RetryContext {
+            retry_after: Some(2000 * MS),
+            ..ctx(Outcome::Status(503))
+        };
+        assert_eq!(decide(&ignoring, &c), Decision::Retry { wait: 50 * MS });
+    }
+
+    #[test]
+    fn min_attempt_time_counts_against_the_deadline() {
+        let p = Policy {
+            min_attempt_time: 900 * MS,
+            ..policy()
+        };
+        assert_eq!(
+            decide(&p, &ctx(Outcome::Status(503))),
+            Decision::Deny(DenyReason::Deadline)
+        );
+    }
+
+    #[test]
+    fn timeout_is_clipped_to_the_deadline() {
+        let p = Policy {
+            per_try_timeout: 400 * MS,
+            ..policy()
+        };
+        assert_eq!(attempt_timeout(&p, 0, 1000 * MS), 400 * MS);
+        assert_eq!(attempt_timeout(&p, 800 * MS, 1000 * MS), 200 * MS);
+        assert_eq!(attempt_timeout(&Policy::default(), 5, NEVER), NEVER);
+    }
+}
