@@ -4,5 +4,5 @@
 pub mod replicate;
 pub mod stats;
 
-pub use replicate::{RunSet, VariantRuns, run_all};
+pub use replicate::{RunSet, VariantRuns, run_all, run_all_with};
 pub use stats::{Summary, summarize};

@@ -82,6 +82,12 @@ pub struct RunArgs {
     /// Replications per variant (overrides experiment.replications).
     #[arg(long, value_name = "N")]
     pub replications: Option<u32>,
+    /// Write every attempt as JSON Lines to FILE (why it was made, what followed).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Trace only this deterministic fraction of intents (0 < F <= 1).
+    #[arg(long, value_name = "F", default_value_t = 1.0)]
+    pub trace_sample: f64,
     /// Run only this variant (repeatable).
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,

@@ -4,10 +4,12 @@
 pub mod latency;
 pub mod run;
 pub mod timeseries;
+pub mod trace;
 
 pub use latency::LatencyHistogram;
 pub use run::{MetricMap, RunCollector, RunResult};
 pub use timeseries::{BinRow, TimeSeries};
+pub use trace::{TraceDecision, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5).
 pub const METRICS: [&str; 16] = [

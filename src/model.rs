@@ -8,4 +8,4 @@ pub mod world;
 
 pub use dist::Dist;
 pub use slab::{Id, Slab};
-pub use world::{World, simulate};
+pub use world::{RunOptions, World, simulate, simulate_with};

@@ -5,6 +5,7 @@ pub mod files;
 pub mod summary;
 pub mod table;
 pub mod timeseries;
+pub mod trace;
 
 pub use files::write_atomic;
 pub use summary::{VariantSummary, summarize_runs, summary_json};

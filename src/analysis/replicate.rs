@@ -4,7 +4,7 @@
 
 use crate::config::Scenario;
 use crate::metrics::RunResult;
-use crate::model::simulate;
+use crate::model::{RunOptions, simulate_with};
 use rayon::prelude::*;
 
 /// The runs of one variant.
@@ -39,6 +39,16 @@ pub fn run_all(
     replications: Option<u32>,
     jobs: usize,
 ) -> anyhow::Result<RunSet> {
+    run_all_with(scenarios, replications, jobs, RunOptions::default())
+}
+
+/// [`run_all`] with run options (tracing).
+pub fn run_all_with(
+    scenarios: &[Scenario],
+    replications: Option<u32>,
+    jobs: usize,
+    options: RunOptions,
+) -> anyhow::Result<RunSet> {
     let tasks: Vec<(usize, u32)> = scenarios
         .iter()
         .enumerate()
@@ -48,7 +58,7 @@ pub fn run_all(
     let results: Vec<RunResult> = pool.install(|| {
         tasks
             .par_iter()
-            .map(|&(v, r)| simulate(&scenarios[v], r))
+            .map(|&(v, r)| simulate_with(&scenarios[v], r, options))
             .collect()
     });
     let mut variants: Vec<VariantRuns> = scenarios

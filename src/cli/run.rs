@@ -2,9 +2,10 @@
 //! the output files.
 
 use super::{EXIT_OK, Format, RunArgs};
-use crate::analysis::run_all;
+use crate::analysis::run_all_with;
 use crate::config::load_experiment;
 use crate::error::InputError;
+use crate::model::RunOptions;
 use crate::output::{self, summarize_runs, summary_json, write_atomic};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -46,7 +47,21 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     }
     let jobs = args.sim.jobs.unwrap_or(0);
     let started = Instant::now();
-    let set = run_all(&exp.variants, None, jobs)?;
+    if !(args.trace_sample > 0.0 && args.trace_sample <= 1.0) {
+        return Err(InputError::file(
+            "--trace-sample",
+            format!("must be a fraction in (0, 1], got {}", args.trace_sample),
+        )
+        .into());
+    }
+    let options = RunOptions {
+        trace_fraction: if args.trace.is_some() {
+            args.trace_sample
+        } else {
+            0.0
+        },
+    };
+    let set = run_all_with(&exp.variants, None, jobs, options)?;
     let elapsed = started.elapsed().as_secs_f64();
     let summaries = summarize_runs(&set);
 
@@ -69,6 +84,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         output::timeseries::render_faults(&set)?.as_bytes(),
         &exp.inputs,
     )?;
+
+    if let Some(path) = &args.trace {
+        write_atomic(path, &output::trace::render_trace(&set)?, &exp.inputs)?;
+    }
 
     let replications = set.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);
     match args.sim.format {

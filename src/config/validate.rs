@@ -173,7 +173,7 @@ impl V<'_> {
                 if d.mu.is_some() || d.sigma.is_some() {
                     only(&["mu", "sigma"])?;
                     let (mu, sigma) = (d.mu.unwrap_or(f64::NAN), d.sigma.unwrap_or(f64::NAN));
-                    if !mu.is_finite() || !(sigma.is_finite() && sigma > 0.0) {
+                    if !(mu.is_finite() && sigma.is_finite() && sigma > 0.0) {
                         return Err(self.err(field, "lognormal by mu + sigma needs both, finite, with sigma > 0 (of ln seconds)"));
                     }
                     Ok(Dist::LogNormal { mu, sigma })

@@ -1,6 +1,6 @@
 //! Counters of one run and the metrics computed from them at its end.
 
-use super::{LatencyHistogram, TimeSeries};
+use super::{LatencyHistogram, TimeSeries, TraceRecord};
 use crate::config::Scenario;
 use crate::engine::{Nanos, to_secs_f64};
 use crate::policy::DenyReason;
@@ -32,6 +32,8 @@ pub struct RunCollector {
     pub denials: BTreeMap<DenyReason, u64>,
     pub series: TimeSeries,
     pub window: (Nanos, Nanos),
+    /// Attempt records of the traced intents, in the order decided.
+    pub trace: Vec<TraceRecord>,
 }
 
 impl RunCollector {
@@ -54,6 +56,7 @@ impl RunCollector {
             denials: BTreeMap::new(),
             series: TimeSeries::new(s.bin, n),
             window: (s.warmup, s.duration),
+            trace: Vec::new(),
         }
     }
 
@@ -162,6 +165,7 @@ impl RunCollector {
             denials,
             latency: self.latency,
             series: self.series,
+            trace: self.trace,
             end,
             events,
         }
@@ -187,6 +191,8 @@ pub struct RunResult {
     pub latency: LatencyHistogram,
     /// The time series.
     pub series: TimeSeries,
+    /// Attempt records of the traced intents (empty unless tracing).
+    pub trace: Vec<TraceRecord>,
     /// Simulated time at which the run ended.
     pub end: Nanos,
     /// Events processed.

@@ -4,7 +4,7 @@
 use super::{Id, Slab};
 use crate::config::{FaultKind, Scenario};
 use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64};
-use crate::metrics::{RunCollector, RunResult};
+use crate::metrics::{RunCollector, RunResult, TraceDecision, TraceRecord};
 use crate::policy::decision::attempt_timeout;
 use crate::policy::{Decision, DenyReason, Outcome, RetryContext, decide};
 use std::collections::VecDeque;
@@ -17,6 +17,7 @@ mod purpose {
     pub const LATENCY_BACK: u64 = 5;
     pub const FAULT: u64 = 6;
     pub const JITTER: u64 = 7;
+    pub const TRACE: u64 = 8;
 }
 
 /// Events of the world. Small and copyable.
@@ -50,7 +51,14 @@ struct Intent {
     ok: bool,
     in_window: bool,
     commits: u32,
+    /// The wait before the current attempt.
     prev_wait: Nanos,
+    /// When the current attempt was sent.
+    sent_at: Nanos,
+    /// The previous attempt's outcome.
+    last_outcome: Option<Outcome>,
+    /// Whether this intent's attempts go into the trace.
+    traced: bool,
 }
 
 struct Request {
@@ -75,6 +83,13 @@ struct ClientState {
     next_seq: u64,
 }
 
+/// Options of one run that are not part of the scenario.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions {
+    /// Fraction of intents whose attempts are traced (0 = no trace).
+    pub trace_fraction: f64,
+}
+
 /// The state of one run.
 pub struct World<'s> {
     s: &'s Scenario,
@@ -85,16 +100,22 @@ pub struct World<'s> {
     services: Vec<ServiceState>,
     clients: Vec<ClientState>,
     m: RunCollector,
+    options: RunOptions,
 }
 
 /// Runs replication `replication` of `scenario` to its end.
 pub fn simulate(scenario: &Scenario, replication: u32) -> RunResult {
-    World::new(scenario, replication).run()
+    World::new(scenario, replication, RunOptions::default()).run()
+}
+
+/// Runs replication `replication` of `scenario` with `options`.
+pub fn simulate_with(scenario: &Scenario, replication: u32, options: RunOptions) -> RunResult {
+    World::new(scenario, replication, options).run()
 }
 
 impl<'s> World<'s> {
     /// A world at time 0 with the first arrivals scheduled.
-    pub fn new(s: &'s Scenario, replication: u32) -> Self {
+    pub fn new(s: &'s Scenario, replication: u32, options: RunOptions) -> Self {
         let rng = KeyedRandom::for_replication(s.seed, replication as u64);
         let clients = (0..s.clients.len())
             .map(|c| ClientState {
@@ -120,6 +141,7 @@ impl<'s> World<'s> {
             services,
             clients,
             m: RunCollector::new(s),
+            options,
         };
         for c in 0..s.clients.len() {
             w.schedule_next_arrival(c, 0);
@@ -215,6 +237,10 @@ impl<'s> World<'s> {
             in_window,
             commits: 0,
             prev_wait: 0,
+            sent_at: now,
+            last_outcome: None,
+            traced: self.options.trace_fraction > 0.0
+                && self.rng.unit(&[purpose::TRACE, c as u64, seq]) < self.options.trace_fraction,
         });
         if in_window {
             self.m.intents += 1;
@@ -233,6 +259,7 @@ impl<'s> World<'s> {
         let spec = &self.s.clients[it.client as usize];
         it.attempts += 1;
         it.outstanding += 1;
+        it.sent_at = now;
         let (attempt, seq, client, in_window, deadline_at) = (
             it.attempts,
             it.seq,
@@ -463,6 +490,7 @@ impl<'s> World<'s> {
     /// The caller learnt the outcome of its current attempt.
     fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
         if outcome == Outcome::Ok {
+            self.trace(id, outcome, TraceDecision::Done);
             self.finish(id, true, String::new());
             return;
         }
@@ -492,7 +520,10 @@ impl<'s> World<'s> {
         };
         match decide(policy, &ctx) {
             Decision::Retry { wait } => {
-                self.intents.get_mut(id).expect("live").prev_wait = wait;
+                self.trace(id, outcome, TraceDecision::Retry);
+                let it = self.intents.get_mut(id).expect("live");
+                it.prev_wait = wait;
+                it.last_outcome = Some(outcome);
                 if wait == 0 {
                     self.send(id);
                 } else {
@@ -503,6 +534,7 @@ impl<'s> World<'s> {
                 if it.in_window {
                     *self.m.denials.entry(reason).or_insert(0) += 1;
                 }
+                self.trace(id, outcome, TraceDecision::Deny(reason));
                 let label = if reason == DenyReason::NotRetryable {
                     format!("{outcome}")
                 } else {
@@ -511,6 +543,30 @@ impl<'s> World<'s> {
                 self.finish(id, false, label);
             }
         }
+    }
+
+    /// Records the current attempt of a traced intent.
+    fn trace(&mut self, id: Id, outcome: Outcome, decision: TraceDecision) {
+        let it = self.intents.get(id).expect("live intent");
+        if !it.traced {
+            return;
+        }
+        let edge = self.s.clients[it.client as usize].edge as u32;
+        let remaining_deadline =
+            (it.deadline_at != NEVER).then(|| it.deadline_at.saturating_sub(it.sent_at));
+        let record = TraceRecord {
+            client: it.client,
+            intent: it.seq,
+            edge,
+            attempt: it.attempts,
+            sent: it.sent_at,
+            wait: if it.attempts > 1 { it.prev_wait } else { 0 },
+            trigger: it.last_outcome,
+            remaining_deadline,
+            outcome,
+            decision,
+        };
+        self.m.trace.push(record);
     }
 
     /// The intent has ended, as the client reports it.
