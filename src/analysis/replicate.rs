@@ -39,15 +39,17 @@ pub fn run_all(
     replications: Option<u32>,
     jobs: usize,
 ) -> anyhow::Result<RunSet> {
-    run_all_with(scenarios, replications, jobs, RunOptions::default())
+    run_all_with(scenarios, replications, jobs, RunOptions::default(), &|| {})
 }
 
-/// [`run_all`] with run options (tracing).
+/// [`run_all`] with run options (tracing), calling `on_run_done` after
+/// each run (for progress display).
 pub fn run_all_with(
     scenarios: &[Scenario],
     replications: Option<u32>,
     jobs: usize,
     options: RunOptions,
+    on_run_done: &(dyn Fn() + Sync),
 ) -> anyhow::Result<RunSet> {
     let tasks: Vec<(usize, u32)> = scenarios
         .iter()
@@ -58,7 +60,11 @@ pub fn run_all_with(
     let results: Vec<RunResult> = pool.install(|| {
         tasks
             .par_iter()
-            .map(|&(v, r)| simulate_with(&scenarios[v], r, options))
+            .map(|&(v, r)| {
+                let result = simulate_with(&scenarios[v], r, options);
+                on_run_done();
+                result
+            })
             .collect()
     });
     let mut variants: Vec<VariantRuns> = scenarios

@@ -19,6 +19,21 @@ pub fn default_out(experiment: &std::path::Path) -> PathBuf {
     PathBuf::from("out").join(stem)
 }
 
+/// A progress bar on stderr, drawn only when stderr is a terminal and not quiet.
+pub fn progress_bar(total: u64, quiet: bool) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if quiet || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
 /// Runs the `run` command.
 pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let mut sets = args.exp.sets.clone();
@@ -61,7 +76,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
             0.0
         },
     };
-    let set = run_all_with(&exp.variants, None, jobs, options)?;
+    let runs: u64 = exp.variants.iter().map(|v| v.replications as u64).sum();
+    let bar = progress_bar(runs, args.exp.quiet);
+    let set = run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?;
+    bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
     let summaries = summarize_runs(&set);
 
