@@ -119,11 +119,13 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
             }
             overrides::apply(&mut d, k, val.clone())
                 .map_err(|m| InputError::field(&file, &field, m))?;
+            forget_overridden_origins(&mut o, k);
             resolve_policies(&mut d, &exp_dir, &file, &mut o, &mut inputs)?;
         }
         for (s, (k, val)) in sets.iter().zip(&cli) {
             overrides::apply(&mut d, k, val.clone())
                 .map_err(|m| InputError::file(format!("--set {s}"), m))?;
+            forget_overridden_origins(&mut o, k);
             resolve_policies(
                 &mut d,
                 Path::new(""),
@@ -137,9 +139,9 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
         } else {
             String::new()
         };
-        let raw: ExperimentRaw =
-            deserialize_at(Value::Table(d), &file, "").map_err(|e| e.context(&ctx))?;
-        let scenario = validate::scenario(&raw, &v.name, &file, &o).map_err(|e| e.context(&ctx))?;
+        let blame = |e: InputError| blame_override(e, sets, &cli).context(&ctx);
+        let raw: ExperimentRaw = deserialize_at(Value::Table(d), &file, "").map_err(blame)?;
+        let scenario = validate::scenario(&raw, &v.name, &file, &o).map_err(blame)?;
         scenarios.push(scenario);
     }
     inputs.sort();
@@ -150,6 +152,30 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
         variants: scenarios,
         inputs,
     })
+}
+
+/// Names the `--set` argument as the source of an error in a field it set
+/// (or inside a table it set), instead of the experiment file.
+fn blame_override(e: InputError, sets: &[String], cli: &[(String, Value)]) -> InputError {
+    let Some(field) = &e.field else { return e };
+    let culprit = sets
+        .iter()
+        .zip(cli)
+        .rev()
+        .find(|(_, (k, _))| field == k || field.starts_with(&format!("{k}.")));
+    match culprit {
+        Some((s, _)) => InputError {
+            file: format!("--set {s}"),
+            ..e
+        },
+        None => e,
+    }
+}
+
+/// Forgets the file a policy came from once an override changed one of its
+/// fields: errors in it are then reported against the override.
+fn forget_overridden_origins(origins: &mut Origins, key: &str) {
+    origins.retain(|location, _| !key.starts_with(&format!("{location}.policy.")));
 }
 
 /// Loads and validates one policy file.

@@ -3,6 +3,7 @@
 //! formulas of the design contract.
 
 pub mod backoff;
+pub mod budget;
 pub mod decision;
 pub mod outcome;
 

@@ -1,0 +1,332 @@
+//! Retry budgets with the semantics of the systems they come from.
+//!
+//! - [`BudgetKind::TokenBucket`]: gRPC A6 `retryThrottling`. The bucket
+//!   starts full at `max_tokens`; every failure whose outcome is retryable
+//!   takes one token, every success adds `token_ratio`; retries are allowed
+//!   only while `tokens > max_tokens / 2`.
+//! - [`BudgetKind::Quota`]: the AWS SDK "standard" retry quota. It starts
+//!   at `initial`; a retry costs `retry_cost` (`timeout_cost` after a
+//!   timeout, `throttling_cost` after a 429) and is refused when the quota
+//!   cannot pay; a success refunds the cost of the retry that succeeded, or
+//!   `success_refund` when it needed no retry (never above `initial`).
+//! - [`BudgetKind::Ratio`]: Finagle `RetryBudget` / tower `TpsBudget`:
+//!   within the last `ttl`, retries may be at most `ratio` × requests plus
+//!   `min_per_sec` × `ttl`.
+//! - [`BudgetKind::Concurrency`]: Envoy's retry budget: active retries may be
+//!   at most `budget_percent`% of active requests, and at least
+//!   `min_retry_concurrency`.
+
+use crate::engine::Nanos;
+use crate::policy::Outcome;
+use std::collections::VecDeque;
+
+/// A validated `[budget]` table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BudgetKind {
+    TokenBucket {
+        max_tokens: f64,
+        token_ratio: f64,
+    },
+    Quota {
+        initial: f64,
+        retry_cost: f64,
+        timeout_cost: f64,
+        throttling_cost: f64,
+        success_refund: f64,
+    },
+    Ratio {
+        ratio: f64,
+        min_per_sec: f64,
+        ttl: Nanos,
+    },
+    Concurrency {
+        budget_percent: f64,
+        min_retry_concurrency: u32,
+    },
+}
+
+/// The state of one budget (per client instance or shared per class).
+#[derive(Debug, Clone)]
+pub struct Budget {
+    kind: BudgetKind,
+    /// Token bucket tokens or quota capacity.
+    level: f64,
+    /// Ratio: (time, is_retry) of recent requests within `ttl`.
+    recent: VecDeque<(Nanos, bool)>,
+    recent_retries: u64,
+    /// Concurrency: requests and retries in flight.
+    active: u64,
+    active_retries: u64,
+}
+
+impl Budget {
+    /// A fresh budget.
+    pub fn new(kind: BudgetKind) -> Self {
+        let level = match kind {
+            BudgetKind::TokenBucket { max_tokens, .. } => max_tokens,
+            BudgetKind::Quota { initial, .. } => initial,
+            _ => 0.0,
+        };
+        Self {
+            kind,
+            level,
+            recent: VecDeque::new(),
+            recent_retries: 0,
+            active: 0,
+            active_retries: 0,
+        }
+    }
+
+    /// Tokens (token bucket) or capacity (quota) left; `None` for the other kinds.
+    pub fn level(&self) -> Option<f64> {
+        matches!(
+            self.kind,
+            BudgetKind::TokenBucket { .. } | BudgetKind::Quota { .. }
+        )
+        .then_some(self.level)
+    }
+
+    fn expire(&mut self, now: Nanos) {
+        if let BudgetKind::Ratio { ttl, .. } = self.kind {
+            while let Some(&(t, retry)) = self.recent.front() {
+                if t.saturating_add(ttl) > now {
+                    break;
+                }
+                self.recent.pop_front();
+                if retry {
+                    self.recent_retries -= 1;
+                }
+            }
+        }
+    }
+
+    /// The cost of a retry after `outcome` (quota only).
+    fn quota_cost(&self, outcome: Outcome) -> f64 {
+        match self.kind {
+            BudgetKind::Quota {
+                retry_cost,
+                timeout_cost,
+                throttling_cost,
+                ..
+            } => match outcome {
+                Outcome::Timeout => timeout_cost,
+                Outcome::Status(429) => throttling_cost,
+                _ => retry_cost,
+            },
+            _ => 0.0,
+        }
+    }
+
+    /// Whether a retry after `outcome` would be granted now. Spends nothing.
+    pub fn grants(&mut self, now: Nanos, outcome: Outcome) -> bool {
+        self.expire(now);
+        match self.kind {
+            BudgetKind::TokenBucket { max_tokens, .. } => self.level > max_tokens / 2.0,
+            BudgetKind::Quota { .. } => self.level >= self.quota_cost(outcome),
+            BudgetKind::Ratio {
+                ratio,
+                min_per_sec,
+                ttl,
+            } => {
+                let requests = (self.recent.len() as u64 - self.recent_retries) as f64;
+                let reserve = min_per_sec * ttl as f64 / 1e9;
+                (self.recent_retries + 1) as f64 <= ratio * requests + reserve
+            }
+            BudgetKind::Concurrency {
+                budget_percent,
+                min_retry_concurrency,
+            } => {
+                let limit =
+                    (budget_percent / 100.0 * self.active as f64).max(min_retry_concurrency as f64);
+                ((self.active_retries + 1) as f64) <= limit
+            }
+        }
+    }
+
+    /// A retry after `outcome` is made: spend what it costs. Returns the
+    /// cost to refund if it succeeds (quota).
+    pub fn spend_retry(&mut self, outcome: Outcome) -> f64 {
+        let cost = self.quota_cost(outcome);
+        if matches!(self.kind, BudgetKind::Quota { .. }) {
+            self.level -= cost;
+        }
+        cost
+    }
+
+    /// An attempt is sent (`retry` = not the first attempt).
+    pub fn on_send(&mut self, now: Nanos, retry: bool) {
+        match self.kind {
+            BudgetKind::Ratio { .. } => {
+                self.expire(now);
+                self.recent.push_back((now, retry));
+                if retry {
+                    self.recent_retries += 1;
+                }
+            }
+            BudgetKind::Concurrency { .. } => {
+                self.active += 1;
+                if retry {
+                    self.active_retries += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// An attempt ended with `outcome`. `retryable`: the outcome is in the
+    /// policy's `retry_on`. `refund`: what [`Self::spend_retry`] cost for
+    /// this attempt (0 for a first attempt).
+    pub fn on_outcome(&mut self, outcome: Outcome, retry: bool, retryable: bool, refund: f64) {
+        match self.kind {
+            BudgetKind::TokenBucket {
+                max_tokens,
+                token_ratio,
+            } => {
+                if outcome == Outcome::Ok {
+                    self.level = (self.level + token_ratio).min(max_tokens);
+                } else if retryable {
+                    self.level = (self.level - 1.0).max(0.0);
+                }
+            }
+            BudgetKind::Quota {
+                initial,
+                success_refund,
+                ..
+            } => {
+                if outcome == Outcome::Ok {
+                    let back = if retry { refund } else { success_refund };
+                    self.level = (self.level + back).min(initial);
+                }
+            }
+            BudgetKind::Concurrency { .. } => {
+                self.active = self.active.saturating_sub(1);
+                if retry {
+                    self.active_retries = self.active_retries.saturating_sub(1);
+                }
+            }
+            BudgetKind::Ratio { .. } => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = 1_000_000_000;
+
+    #[test]
+    fn token_bucket_follows_grpc_a6() {
+        let mut b = Budget::new(BudgetKind::TokenBucket {
+            max_tokens: 10.0,
+            token_ratio: 0.1,
+        });
+        assert!(b.grants(0, Outcome::Status(503)));
+        // Five retryable failures: 10 -> 5, which is not > 5: throttled.
+        for _ in 0..4 {
+            b.on_outcome(Outcome::Status(503), false, true, 0.0);
+        }
+        assert_eq!(b.level(), Some(6.0));
+        assert!(b.grants(0, Outcome::Status(503)));
+        b.on_outcome(Outcome::Status(503), false, true, 0.0);
+        assert!(!b.grants(0, Outcome::Status(503)));
+        // A non-retryable failure costs nothing; ten successes add one token.
+        b.on_outcome(Outcome::Status(400), false, false, 0.0);
+        assert_eq!(b.level(), Some(5.0));
+        for _ in 0..10 {
+            b.on_outcome(Outcome::Ok, false, false, 0.0);
+        }
+        assert!((b.level().unwrap() - 6.0).abs() < 1e-9);
+        assert!(b.grants(0, Outcome::Status(503)));
+        // Never below 0 nor above max.
+        for _ in 0..100 {
+            b.on_outcome(Outcome::Timeout, true, true, 0.0);
+        }
+        assert_eq!(b.level(), Some(0.0));
+        for _ in 0..1000 {
+            b.on_outcome(Outcome::Ok, false, false, 0.0);
+        }
+        assert_eq!(b.level(), Some(10.0));
+    }
+
+    #[test]
+    fn quota_drains_by_cost_and_refills_by_refund() {
+        let kind = BudgetKind::Quota {
+            initial: 500.0,
+            retry_cost: 5.0,
+            timeout_cost: 10.0,
+            throttling_cost: 5.0,
+            success_refund: 1.0,
+        };
+        let mut b = Budget::new(kind);
+        assert_eq!(b.spend_retry(Outcome::Status(503)), 5.0);
+        assert_eq!(b.spend_retry(Outcome::Timeout), 10.0);
+        assert_eq!(b.level(), Some(485.0));
+        // A successful retry refunds its own cost; a first-try success refunds 1.
+        b.on_outcome(Outcome::Ok, true, false, 10.0);
+        assert_eq!(b.level(), Some(495.0));
+        b.on_outcome(Outcome::Ok, false, false, 0.0);
+        assert_eq!(b.level(), Some(496.0));
+        b.on_outcome(Outcome::Ok, false, false, 0.0);
+        b.on_outcome(Outcome::Ok, false, false, 0.0);
+        b.on_outcome(Outcome::Ok, false, false, 0.0);
+        b.on_outcome(Outcome::Ok, false, false, 0.0);
+        b.on_outcome(Outcome::Ok, false, false, 0.0);
+        assert_eq!(b.level(), Some(500.0), "capped at initial");
+        // 50 timeouts drain it: 500 / 10.
+        for _ in 0..50 {
+            assert!(b.grants(0, Outcome::Timeout));
+            b.spend_retry(Outcome::Timeout);
+        }
+        assert!(!b.grants(0, Outcome::Timeout));
+        assert!(!b.grants(0, Outcome::Status(503)));
+    }
+
+    #[test]
+    fn ratio_allows_a_share_of_recent_requests_plus_a_reserve() {
+        let mut b = Budget::new(BudgetKind::Ratio {
+            ratio: 0.2,
+            min_per_sec: 1.0,
+            ttl: 10 * S,
+        });
+        // Reserve: 1/s * 10 s = 10 retries with no traffic.
+        for _ in 0..10 {
+            assert!(b.grants(0, Outcome::Status(503)));
+            b.on_send(0, true);
+        }
+        assert!(!b.grants(0, Outcome::Status(503)));
+        // 100 requests allow 20 more.
+        for _ in 0..100 {
+            b.on_send(S, false);
+        }
+        for _ in 0..20 {
+            assert!(b.grants(S, Outcome::Status(503)));
+            b.on_send(S, true);
+        }
+        assert!(!b.grants(S, Outcome::Status(503)));
+        // After ttl everything has expired: the reserve again.
+        assert!(b.grants(12 * S, Outcome::Status(503)));
+    }
+
+    #[test]
+    fn concurrency_limits_active_retries() {
+        let mut b = Budget::new(BudgetKind::Concurrency {
+            budget_percent: 20.0,
+            min_retry_concurrency: 3,
+        });
+        for _ in 0..3 {
+            assert!(b.grants(0, Outcome::Status(503)));
+            b.on_send(0, true);
+        }
+        assert!(!b.grants(0, Outcome::Status(503)));
+        for _ in 0..17 {
+            b.on_send(0, false);
+        }
+        // 20 active: 20% = 4 retries.
+        assert!(b.grants(0, Outcome::Status(503)));
+        b.on_send(0, true);
+        assert!(!b.grants(0, Outcome::Status(503)));
+        b.on_outcome(Outcome::Ok, true, false, 0.0);
+        assert!(b.grants(0, Outcome::Status(503)));
+    }
+}
