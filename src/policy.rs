@@ -36,6 +36,8 @@ pub struct Policy {
     pub max_retry_after: Nanos,
     /// The wait between attempts.
     pub backoff: Backoff,
+    /// The retry budget, if any.
+    pub budget: Option<budget::BudgetSpec>,
 }
 
 impl Default for Policy {
@@ -52,6 +54,7 @@ impl Default for Policy {
             respect_retry_after: true,
             max_retry_after: NEVER,
             backoff: Backoff::default(),
+            budget: None,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! Turns the deserialized files into typed, checked values. Every error
 //! names the file, the field path and what is allowed.
 
+mod budget;
+
 use super::raw::*;
 use super::scenario::*;
 use super::units::{parse_duration, parse_rate};
@@ -247,14 +249,10 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
         None => Backoff::default(),
         Some(b) => backoff(&v, b, &f("backoff"))?,
     };
-    if let Some(b) = &raw.budget {
-        let kind = b.kind.as_deref().unwrap_or("none");
-        match kind {
-            "none" => {}
-            "token_bucket" | "quota" | "ratio" | "concurrency" => return Err(not_yet(file, &f("budget.kind"), &format!("retry budget \"{kind}\""))),
-            other => return Err(v.err(&f("budget.kind"), format!("unknown budget \"{other}\": allowed are none, token_bucket, quota, ratio, concurrency"))),
-        }
-    }
+    let budget = match &raw.budget {
+        None => None,
+        Some(b) => budget::budget(b, file, &f("budget"))?,
+    };
     if raw.circuit_breaker.is_some() {
         return Err(not_yet(file, &f("circuit_breaker"), "the circuit breaker"));
     }
@@ -269,6 +267,7 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
         respect_retry_after: raw.respect_retry_after.unwrap_or(true),
         max_retry_after,
         backoff,
+        budget,
     })
 }
 
@@ -536,6 +535,13 @@ pub fn scenario(
                 )?
             }
         };
+        if policy
+            .budget
+            .is_some_and(|b| b.scope == crate::policy::budget::BudgetScope::Client)
+            && count > 1_000_000
+        {
+            return Err(v.err(&f("count"), format!("a per-instance budget (scope = \"client\") keeps state per instance: at most 1000000 instances, got {count}; use scope = \"shared\"")));
+        }
         let edge = edges.len();
         edges.push(EdgeSpec {
             name: format!("{}->{}", c.name, c.target),

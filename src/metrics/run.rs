@@ -111,7 +111,9 @@ impl RunCollector {
         put("orphan_commits", Some(self.orphan_commits as f64));
         // Not produced by this model yet: null, never 0.
         put("lost_effects", None);
-        put("retries_denied_budget", None);
+        let budgeted = s.clients.iter().any(|c| c.policy.budget.is_some());
+        let denied = self.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
+        put("retries_denied_budget", budgeted.then_some(denied as f64));
         put("recovery_time_s", None);
         put("recovered_fraction", None);
 

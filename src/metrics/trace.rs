@@ -44,4 +44,6 @@ pub struct TraceRecord {
     pub remaining_deadline: Option<Nanos>,
     pub outcome: Outcome,
     pub decision: TraceDecision,
+    /// Tokens or quota left after the decision; `None` without such a budget.
+    pub budget: Option<f64>,
 }

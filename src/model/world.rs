@@ -5,6 +5,7 @@ use super::{Id, Slab};
 use crate::config::{FaultKind, Scenario};
 use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64};
 use crate::metrics::{RunCollector, RunResult, TraceDecision, TraceRecord};
+use crate::policy::budget::{Budget, BudgetScope};
 use crate::policy::decision::attempt_timeout;
 use crate::policy::{Decision, DenyReason, Outcome, RetryContext, decide};
 use std::collections::VecDeque;
@@ -18,6 +19,7 @@ mod purpose {
     pub const FAULT: u64 = 6;
     pub const JITTER: u64 = 7;
     pub const TRACE: u64 = 8;
+    pub const INSTANCE: u64 = 9;
 }
 
 /// Events of the world. Small and copyable.
@@ -59,6 +61,10 @@ struct Intent {
     last_outcome: Option<Outcome>,
     /// Whether this intent's attempts go into the trace.
     traced: bool,
+    /// The client instance that sent it (its budget).
+    instance: u32,
+    /// What the budget charged for the current attempt (refunded on success).
+    retry_cost: f64,
 }
 
 struct Request {
@@ -81,6 +87,8 @@ struct ServiceState {
 struct ClientState {
     arrivals: Stream,
     next_seq: u64,
+    /// Retry budgets: one per instance, one shared, or none.
+    budgets: Vec<Budget>,
 }
 
 /// Options of one run that are not part of the scenario.
@@ -118,9 +126,18 @@ impl<'s> World<'s> {
     pub fn new(s: &'s Scenario, replication: u32, options: RunOptions) -> Self {
         let rng = KeyedRandom::for_replication(s.seed, replication as u64);
         let clients = (0..s.clients.len())
-            .map(|c| ClientState {
-                arrivals: rng.stream(&[purpose::ARRIVAL, c as u64]),
-                next_seq: 0,
+            .map(|c| {
+                let spec = &s.clients[c];
+                let budgets = match spec.policy.budget {
+                    None => Vec::new(),
+                    Some(b) if b.scope == BudgetScope::Shared => vec![Budget::new(b.kind)],
+                    Some(b) => vec![Budget::new(b.kind); spec.count as usize],
+                };
+                ClientState {
+                    arrivals: rng.stream(&[purpose::ARRIVAL, c as u64]),
+                    next_seq: 0,
+                    budgets,
+                }
             })
             .collect();
         let services = s
@@ -239,6 +256,13 @@ impl<'s> World<'s> {
             prev_wait: 0,
             sent_at: now,
             last_outcome: None,
+            instance: if self.clients[c].budgets.len() > 1 {
+                (self.rng.unit(&[purpose::INSTANCE, c as u64, seq])
+                    * self.clients[c].budgets.len() as f64) as u32
+            } else {
+                0
+            },
+            retry_cost: 0.0,
             traced: self.options.trace_fraction > 0.0
                 && self.rng.unit(&[purpose::TRACE, c as u64, seq]) < self.options.trace_fraction,
         });
@@ -260,6 +284,12 @@ impl<'s> World<'s> {
         it.attempts += 1;
         it.outstanding += 1;
         it.sent_at = now;
+        if let Some(b) = self.clients[it.client as usize]
+            .budgets
+            .get_mut(it.instance as usize)
+        {
+            b.on_send(now, it.attempts > 1);
+        }
         let (attempt, seq, client, in_window, deadline_at) = (
             it.attempts,
             it.seq,
@@ -489,12 +519,28 @@ impl<'s> World<'s> {
 
     /// The caller learnt the outcome of its current attempt.
     fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
+        let now = self.q.now();
+        let it = self.intents.get(id).expect("live intent");
+        let retryable = self.s.clients[it.client as usize]
+            .policy
+            .retry_on
+            .contains(outcome);
+        let (retry, refund) = (it.attempts > 1, it.retry_cost);
+        let budget_grants = match self.clients[it.client as usize]
+            .budgets
+            .get_mut(it.instance as usize)
+        {
+            Some(b) => {
+                b.on_outcome(outcome, retry, retryable, refund);
+                outcome == Outcome::Ok || b.grants(now, outcome)
+            }
+            None => true,
+        };
         if outcome == Outcome::Ok {
             self.trace(id, outcome, TraceDecision::Done);
             self.finish(id, true, String::new());
             return;
         }
-        let now = self.q.now();
         let it = self.intents.get(id).expect("live intent");
         let spec = &self.s.clients[it.client as usize];
         let policy = &spec.policy;
@@ -516,12 +562,18 @@ impl<'s> World<'s> {
             retry_after,
             backoff_wait,
             breaker_closed: true,
-            budget_grants: true,
+            budget_grants,
         };
         match decide(policy, &ctx) {
             Decision::Retry { wait } => {
+                let (client, instance) = (it.client as usize, it.instance as usize);
+                let cost = self.clients[client]
+                    .budgets
+                    .get_mut(instance)
+                    .map_or(0.0, |b| b.spend_retry(outcome));
                 self.trace(id, outcome, TraceDecision::Retry);
                 let it = self.intents.get_mut(id).expect("live");
+                it.retry_cost = cost;
                 it.prev_wait = wait;
                 it.last_outcome = Some(outcome);
                 if wait == 0 {
@@ -554,6 +606,10 @@ impl<'s> World<'s> {
         let edge = self.s.clients[it.client as usize].edge as u32;
         let remaining_deadline =
             (it.deadline_at != NEVER).then(|| it.deadline_at.saturating_sub(it.sent_at));
+        let budget = self.clients[it.client as usize]
+            .budgets
+            .get(it.instance as usize)
+            .and_then(Budget::level);
         let record = TraceRecord {
             client: it.client,
             intent: it.seq,
@@ -565,6 +621,7 @@ impl<'s> World<'s> {
             remaining_deadline,
             outcome,
             decision,
+            budget,
         };
         self.m.trace.push(record);
     }

@@ -24,7 +24,7 @@ pub fn render_trace(set: &RunSet) -> anyhow::Result<Vec<u8>> {
                     "wait_s": to_secs_f64(r.wait),
                     "trigger": r.trigger.map(|o| o.label()).unwrap_or_else(|| "first".into()),
                     "remaining_deadline_s": r.remaining_deadline.map(to_secs_f64),
-                    "budget": serde_json::Value::Null,
+                    "budget": r.budget,
                     "outcome": r.outcome.label(),
                     "decision": r.decision.label(),
                 });

@@ -45,6 +45,22 @@ pub enum BudgetKind {
     },
 }
 
+/// Who shares one budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetScope {
+    /// One budget per client instance.
+    Client,
+    /// One budget per client class.
+    Shared,
+}
+
+/// A validated `[budget]`: its kind and scope.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetSpec {
+    pub kind: BudgetKind,
+    pub scope: BudgetScope,
+}
+
 /// The state of one budget (per client instance or shared per class).
 #[derive(Debug, Clone)]
 pub struct Budget {
