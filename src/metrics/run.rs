@@ -15,6 +15,8 @@ pub type MetricMap = BTreeMap<String, Option<f64>>;
 #[derive(Debug)]
 pub struct RunCollector {
     pub intents: u64,
+    /// Intents in the window per client class.
+    pub client_intents: Vec<u64>,
     pub ok: u64,
     pub edge_attempts: Vec<u64>,
     pub service_arrivals: Vec<u64>,
@@ -42,6 +44,7 @@ impl RunCollector {
         let n = s.services.len();
         Self {
             intents: 0,
+            client_intents: vec![0; s.clients.len()],
             ok: 0,
             edge_attempts: vec![0; s.edges.len()],
             service_arrivals: vec![0; n],
@@ -123,10 +126,17 @@ impl RunCollector {
             .enumerate()
             .map(|(i, e)| {
                 let mut em = MetricMap::new();
-                em.insert(
-                    "attempts_per_intent".into(),
-                    per_intent(self.edge_attempts[i] as f64),
-                );
+                // A client edge counts per intent of its own client class.
+                let own = s
+                    .clients
+                    .iter()
+                    .position(|c| c.edge == i)
+                    .map(|c| self.client_intents[c]);
+                let value = match own {
+                    Some(n) => (n > 0).then(|| self.edge_attempts[i] as f64 / n as f64),
+                    None => per_intent(self.edge_attempts[i] as f64),
+                };
+                em.insert("attempts_per_intent".into(), value);
                 (e.name.clone(), em)
             })
             .collect();

@@ -170,7 +170,9 @@ impl<'s> World<'s> {
     pub fn run(mut self) -> RunResult {
         let stop = self.s.duration.saturating_add(self.s.drain_limit);
         while let Some(t) = self.q.peek_time() {
-            if t > stop {
+            // Past the arrival window with every intent settled, what is left
+            // are stale timeouts: the run is over.
+            if t > stop || (t >= self.s.duration && self.intents.is_empty()) {
                 break;
             }
             let (_, ev) = self.q.pop().expect("peeked");
@@ -268,6 +270,7 @@ impl<'s> World<'s> {
         });
         if in_window {
             self.m.intents += 1;
+            self.m.client_intents[c] += 1;
         }
         self.m.series.at(now).offered += 1;
         self.send(id);
