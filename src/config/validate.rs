@@ -23,6 +23,14 @@ fn not_yet(file: &str, field: &str, what: &str) -> InputError {
     )
 }
 
+/// The first field that is present but not among `allowed`.
+fn first_extra<'a>(present: &[(&'a str, bool)], allowed: &[&str]) -> Option<&'a str> {
+    present
+        .iter()
+        .find(|(name, here)| *here && !allowed.contains(name))
+        .map(|(name, _)| *name)
+}
+
 /// Validation context: the file errors are reported against.
 struct V<'a> {
     file: &'a str,
@@ -122,7 +130,7 @@ impl V<'_> {
             secs("max", &d.max)?,
             secs("p99", &d.p99)?,
         );
-        let present: Vec<&str> = [
+        let present = [
             ("value", value.is_some()),
             ("mean", mean.is_some()),
             ("min", min.is_some()),
@@ -131,13 +139,9 @@ impl V<'_> {
             ("mu", d.mu.is_some()),
             ("sigma", d.sigma.is_some()),
             ("shape", d.shape.is_some()),
-        ]
-        .iter()
-        .filter(|(_, p)| *p)
-        .map(|(n, _)| *n)
-        .collect();
+        ];
         let only = |allowed: &[&str]| -> InputResult<()> {
-            match present.iter().find(|p| !allowed.contains(p)) {
+            match first_extra(&present, allowed) {
                 Some(extra) => Err(self.err(
                     &format!("{field}.{extra}"),
                     format!(

@@ -1,6 +1,7 @@
 //! `[budget]`: each kind's fields, defaults from its source system, and
 //! fields that belong to another kind rejected.
 
+use super::first_extra;
 use crate::config::raw::BudgetRaw;
 use crate::config::units::parse_duration;
 use crate::error::{InputError, InputResult};
@@ -10,7 +11,7 @@ use crate::policy::budget::{BudgetKind, BudgetScope, BudgetSpec};
 pub fn budget(raw: &BudgetRaw, file: &str, field: &str) -> InputResult<Option<BudgetSpec>> {
     let err = |name: &str, msg: String| InputError::field(file, format!("{field}.{name}"), msg);
     let kind_name = raw.kind.as_deref().unwrap_or("none");
-    let present: Vec<&str> = [
+    let present = [
         ("max_tokens", raw.max_tokens.is_some()),
         ("token_ratio", raw.token_ratio.is_some()),
         ("initial", raw.initial.is_some()),
@@ -23,13 +24,9 @@ pub fn budget(raw: &BudgetRaw, file: &str, field: &str) -> InputResult<Option<Bu
         ("ttl", raw.ttl.is_some()),
         ("budget_percent", raw.budget_percent.is_some()),
         ("min_retry_concurrency", raw.min_retry_concurrency.is_some()),
-    ]
-    .iter()
-    .filter(|(_, p)| *p)
-    .map(|(n, _)| *n)
-    .collect();
+    ];
     let only = |allowed: &[&str]| -> InputResult<()> {
-        match present.iter().find(|p| !allowed.contains(p)) {
+        match first_extra(&present, allowed) {
             Some(extra) => Err(err(
                 extra,
                 format!(
