@@ -3,6 +3,7 @@
 //! formulas of the design contract.
 
 pub mod backoff;
+pub mod breaker;
 pub mod budget;
 pub mod decision;
 pub mod outcome;
@@ -38,6 +39,8 @@ pub struct Policy {
     pub backoff: Backoff,
     /// The retry budget, if any.
     pub budget: Option<budget::BudgetSpec>,
+    /// The circuit breaker (per client instance), if any.
+    pub breaker: Option<breaker::BreakerSpec>,
 }
 
 impl Default for Policy {
@@ -55,6 +58,7 @@ impl Default for Policy {
             max_retry_after: NEVER,
             backoff: Backoff::default(),
             budget: None,
+            breaker: None,
         }
     }
 }

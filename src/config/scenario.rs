@@ -36,9 +36,10 @@ pub struct Scenario {
 #[derive(Debug, Clone)]
 pub struct ClientSpec {
     pub name: String,
+    /// Client instances: each has its own budget (scope = client) and breaker.
     pub count: u32,
-    /// Piecewise-constant total arrival rate: (from time, per second), sorted, first at 0.
-    pub rate: Vec<(Nanos, f64)>,
+    /// How intents arrive.
+    pub mode: ClientMode,
     pub target: usize,
     pub operation: usize,
     pub policy: Policy,
@@ -47,14 +48,52 @@ pub struct ClientSpec {
     pub edge: usize,
 }
 
+/// How a client class generates intents.
+#[derive(Debug, Clone)]
+pub enum ClientMode {
+    /// Poisson arrivals at a scheduled total rate.
+    Open(RateSchedule),
+    /// One intent in flight per instance, then a think time.
+    Closed { think_time: Dist },
+    /// Every instance sends one intent, uniformly over [at, at + spread).
+    Burst { at: Nanos, spread: Nanos },
+}
+
+impl ClientMode {
+    /// The mode's name as written in `mode`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ClientMode::Open(_) => "open",
+            ClientMode::Closed { .. } => "closed",
+            ClientMode::Burst { .. } => "burst",
+        }
+    }
+}
+
 impl ClientSpec {
+    /// Instances that keep state of their own (per-instance budgets and
+    /// breakers, closed and burst clients); 0 when none does.
+    pub fn stateful_instances(&self) -> u32 {
+        let per_instance = self.policy.breaker.is_some()
+            || !matches!(self.mode, ClientMode::Open(_))
+            || self
+                .policy
+                .budget
+                .is_some_and(|b| b.scope == crate::policy::budget::BudgetScope::Client);
+        if per_instance { self.count } else { 0 }
+    }
+}
+
+/// A piecewise-constant total arrival rate: (from time, per second), sorted,
+/// the first at 0.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateSchedule(pub Vec<(Nanos, f64)>);
+
+impl RateSchedule {
     /// The rate in force at time `t` and the time of the next change.
     pub fn rate_at(&self, t: Nanos) -> (f64, Option<Nanos>) {
-        let i = self
-            .rate
-            .partition_point(|&(at, _)| at <= t)
-            .saturating_sub(1);
-        (self.rate[i].1, self.rate.get(i + 1).map(|&(at, _)| at))
+        let i = self.0.partition_point(|&(at, _)| at <= t).saturating_sub(1);
+        (self.0[i].1, self.0.get(i + 1).map(|&(at, _)| at))
     }
 }
 

@@ -321,32 +321,49 @@ pub fn scenario(
         if clients.iter().any(|x| x.name == c.name) {
             return Err(v.err(&f("name"), "client names must be unique"));
         }
-        match c.mode.as_deref().unwrap_or("open") {
-            "open" => {}
-            m @ ("closed" | "burst") => {
-                return Err(not_yet(file, &f("mode"), &format!("mode = \"{m}\"")));
-            }
+        let mode_name = c.mode.as_deref().unwrap_or("open");
+        let takes: &[&str] = match mode_name {
+            "open" => &["rate"],
+            "closed" => &["think_time"],
+            "burst" => &["at", "spread"],
             other => {
                 return Err(v.err(
                     &f("mode"),
                     format!("unknown mode \"{other}\": allowed are open, closed, burst"),
                 ));
             }
-        }
-        for (name, present) in [
+        };
+        let present = [
+            ("rate", c.rate.is_some()),
             ("think_time", c.think_time.is_some()),
             ("at", c.at.is_some()),
             ("spread", c.spread.is_some()),
-        ] {
-            if present {
-                return Err(v.err(
-                    &f(name),
-                    "only used by closed or burst clients, not by mode = \"open\"",
-                ));
-            }
+        ];
+        if let Some(extra) = first_extra(&present, takes) {
+            return Err(v.err(
+                &f(extra),
+                format!(
+                    "not used by mode = \"{mode_name}\" (it takes {})",
+                    takes.join(", ")
+                ),
+            ));
         }
         let count = v.int_in(&f("count"), c.count, 1, 1, 100_000_000)? as u32;
-        let rate = rate_schedule(&v, &f("rate"), c.rate.as_ref(), duration)?;
+        let mode = match mode_name {
+            "open" => ClientMode::Open(RateSchedule(rate_schedule(&v, &f("rate"), c.rate.as_ref(), duration)?)),
+            "closed" => match &c.think_time {
+                Some(d) => ClientMode::Closed { think_time: v.dist(&f("think_time"), d)? },
+                None => return Err(v.err(&f("think_time"), "required for mode = \"closed\": a distribution such as { dist = \"exp\", mean = \"2s\" }")),
+            },
+            _ => {
+                let at = v.dur(&f("at"), c.at.as_ref(), 0)?;
+                let spread = v.dur(&f("spread"), c.spread.as_ref(), 0)?;
+                if at.saturating_add(spread) > duration || at >= duration {
+                    return Err(v.err(&f("at"), "the burst must arrive within the experiment's `duration` (at + spread <= duration)"));
+                }
+                ClientMode::Burst { at, spread }
+            }
+        };
         let target = service_index(&f("target"), &c.target)?;
         let operation = match &c.operation {
             Some(name) => operations
@@ -391,12 +408,18 @@ pub fn scenario(
                 )?
             }
         };
-        if policy
-            .budget
-            .is_some_and(|b| b.scope == crate::policy::budget::BudgetScope::Client)
-            && count > 1_000_000
-        {
-            return Err(v.err(&f("count"), format!("a per-instance budget (scope = \"client\") keeps state per instance: at most 1000000 instances, got {count}; use scope = \"shared\"")));
+        let spec = ClientSpec {
+            name: c.name.clone(),
+            count,
+            mode,
+            target,
+            operation,
+            policy,
+            idempotency_key: c.idempotency_key.unwrap_or(false),
+            edge: edges.len(),
+        };
+        if spec.stateful_instances() > 1_000_000 {
+            return Err(v.err(&f("count"), format!("closed and burst clients, per-instance budgets (scope = \"client\") and circuit breakers keep state per instance: at most 1000000 instances, got {count}")));
         }
         let edge = edges.len();
         edges.push(EdgeSpec {
@@ -404,16 +427,7 @@ pub fn scenario(
             to: target,
             latency: latency.clone(),
         });
-        clients.push(ClientSpec {
-            name: c.name.clone(),
-            count,
-            rate,
-            target,
-            operation,
-            policy,
-            idempotency_key: c.idempotency_key.unwrap_or(false),
-            edge,
-        });
+        clients.push(spec);
         debug_assert_eq!(edge, ci);
     }
 

@@ -5,6 +5,7 @@ use super::{Id, Slab};
 use crate::config::{FaultKind, Scenario};
 use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64};
 use crate::metrics::{RunCollector, RunResult, TraceDecision, TraceRecord};
+use crate::policy::breaker::Breaker;
 use crate::policy::budget::{Budget, BudgetScope};
 use crate::policy::decision::attempt_timeout;
 use crate::policy::{Decision, DenyReason, Outcome, RetryContext, decide};
@@ -25,13 +26,18 @@ mod purpose {
     pub const JITTER: u64 = 7;
     pub const TRACE: u64 = 8;
     pub const INSTANCE: u64 = 9;
+    pub const THINK: u64 = 10;
 }
+
+/// The `instance` of an open-loop arrival: drawn when the intent arrives.
+const OPEN: u32 = u32::MAX;
 
 /// Events of the world. Small and copyable.
 #[derive(Debug, Clone, Copy)]
 enum Event {
-    /// The next intent of a client class arrives.
-    Arrival { client: u32 },
+    /// The next intent of a client class arrives (from an instance, or
+    /// [`OPEN`] for open-loop clients).
+    Arrival { client: u32, instance: u32 },
     /// A request reaches its service.
     Reach { req: Id },
     /// A service finishes executing a request.
@@ -90,10 +96,32 @@ struct ServiceState {
 }
 
 struct ClientState {
+    /// Open loop: the arrival stream and the next intent number.
     arrivals: Stream,
     next_seq: u64,
     /// Retry budgets: one per instance, one shared, or none.
     budgets: Vec<Budget>,
+    /// Circuit breakers: one per instance, or none.
+    breakers: Vec<Breaker>,
+    /// Closed loop: intents started per instance.
+    rounds: Vec<u32>,
+}
+
+impl ClientState {
+    /// The budget of `instance` (or the shared one).
+    fn budget(&mut self, instance: u32) -> Option<&mut Budget> {
+        let i = if self.budgets.len() == 1 {
+            0
+        } else {
+            instance as usize
+        };
+        self.budgets.get_mut(i)
+    }
+
+    /// The breaker of `instance`.
+    fn breaker(&mut self, instance: u32) -> Option<&mut Breaker> {
+        self.breakers.get_mut(instance as usize)
+    }
 }
 
 /// Options of one run that are not part of the scenario.
@@ -138,10 +166,21 @@ impl<'s> World<'s> {
                     Some(b) if b.scope == BudgetScope::Shared => vec![Budget::new(b.kind)],
                     Some(b) => vec![Budget::new(b.kind); spec.count as usize],
                 };
+                let breakers = match spec.policy.breaker {
+                    None => Vec::new(),
+                    Some(b) => vec![Breaker::new(b); spec.count as usize],
+                };
+                let closed = matches!(spec.mode, crate::config::ClientMode::Closed { .. });
                 ClientState {
                     arrivals: rng.stream(&[purpose::ARRIVAL, c as u64]),
                     next_seq: 0,
                     budgets,
+                    breakers,
+                    rounds: if closed {
+                        vec![0; spec.count as usize]
+                    } else {
+                        Vec::new()
+                    },
                 }
             })
             .collect();
@@ -166,7 +205,7 @@ impl<'s> World<'s> {
             options,
         };
         for c in 0..s.clients.len() {
-            w.schedule_next_arrival(c, 0);
+            w.schedule_first_arrivals(c);
         }
         w
     }
@@ -182,7 +221,7 @@ impl<'s> World<'s> {
             }
             let (_, ev) = self.q.pop().expect("peeked");
             match ev {
-                Event::Arrival { client } => self.on_arrival(client as usize),
+                Event::Arrival { client, instance } => self.on_arrival(client as usize, instance),
                 Event::Reach { req } => self.on_reach(req),
                 Event::Done { req } => self.on_done(req),
                 Event::Reply { req } => self.on_reply(req),

@@ -1,10 +1,11 @@
 //! Policy tables: attempts, timeouts, `retry_on`, Retry-After, backoff,
 //! budget and breaker.
 
-use super::{V, budget, not_yet};
-use crate::config::raw::{BackoffRaw, PolicyRaw};
+use super::{V, budget};
+use crate::config::raw::{BackoffRaw, BreakerRaw, PolicyRaw};
 use crate::engine::NEVER;
 use crate::error::InputResult;
+use crate::policy::breaker::BreakerSpec;
 use crate::policy::{Backoff, BackoffKind, Jitter, Policy, RetryOn};
 
 /// Validates a policy table. `prefix` is the field path of the table in its
@@ -61,9 +62,10 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
         None => None,
         Some(b) => budget::budget(b, file, &f("budget"))?,
     };
-    if raw.circuit_breaker.is_some() {
-        return Err(not_yet(file, &f("circuit_breaker"), "the circuit breaker"));
-    }
+    let breaker = match &raw.circuit_breaker {
+        None => None,
+        Some(b) => Some(breaker(&v, b, &f("circuit_breaker"))?),
+    };
     Ok(Policy {
         name: raw.name.clone().unwrap_or_else(|| "inline".into()),
         max_attempts,
@@ -76,6 +78,59 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
         max_retry_after,
         backoff,
         budget,
+        breaker,
+    })
+}
+
+/// `[circuit_breaker]`: every field is required.
+fn breaker(v: &V, b: &BreakerRaw, field: &str) -> InputResult<BreakerSpec> {
+    let f = |n: &str| format!("{field}.{n}");
+    let missing = |n: &str| {
+        v.err(&f(n), "required: a circuit breaker needs failure_ratio, window, min_requests, open_for and half_open_probes")
+    };
+    let failure_ratio = b.failure_ratio.ok_or_else(|| missing("failure_ratio"))?;
+    if !(failure_ratio > 0.0 && failure_ratio <= 1.0) {
+        return Err(v.err(
+            &f("failure_ratio"),
+            format!("must be in (0, 1], got {failure_ratio}"),
+        ));
+    }
+    let window = v.positive_dur(
+        &f("window"),
+        Some(b.window.as_ref().ok_or_else(|| missing("window"))?),
+        0,
+    )?;
+    let open_for = v.positive_dur(
+        &f("open_for"),
+        Some(b.open_for.as_ref().ok_or_else(|| missing("open_for"))?),
+        0,
+    )?;
+    if window == NEVER || open_for == NEVER {
+        return Err(v.err(field, "window and open_for must be finite"));
+    }
+    let min_requests = v.int_in(
+        &f("min_requests"),
+        Some(b.min_requests.ok_or_else(|| missing("min_requests"))?),
+        1,
+        1,
+        1_000_000,
+    )? as u32;
+    let half_open_probes = v.int_in(
+        &f("half_open_probes"),
+        Some(
+            b.half_open_probes
+                .ok_or_else(|| missing("half_open_probes"))?,
+        ),
+        1,
+        1,
+        1_000_000,
+    )? as u32;
+    Ok(BreakerSpec {
+        failure_ratio,
+        window,
+        min_requests,
+        open_for,
+        half_open_probes,
     })
 }
 

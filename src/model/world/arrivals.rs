@@ -1,20 +1,79 @@
-//! Intents arriving: open-loop Poisson arrivals with a rate schedule.
+//! Intents arriving: open-loop Poisson arrivals with a rate schedule,
+//! closed-loop instances with think times, and bursts.
 
 use super::*;
+use crate::config::ClientMode;
 
 impl World<'_> {
-    pub(super) fn schedule_next_arrival(&mut self, c: usize, from: Nanos) {
+    /// Schedules the first arrivals of client class `c`.
+    pub(super) fn schedule_first_arrivals(&mut self, c: usize) {
         let spec = &self.s.clients[c];
+        match &spec.mode {
+            ClientMode::Open(_) => self.schedule_next_open_arrival(c, 0),
+            ClientMode::Closed { .. } => {
+                for instance in 0..spec.count {
+                    self.schedule_think(c, instance, 0);
+                }
+            }
+            ClientMode::Burst { at, spread } => {
+                for instance in 0..spec.count {
+                    let u = self
+                        .rng
+                        .unit(&[purpose::ARRIVAL, c as u64, instance as u64]);
+                    let t = at + (u * *spread as f64) as Nanos;
+                    self.q.schedule_at(
+                        t,
+                        Event::Arrival {
+                            client: c as u32,
+                            instance,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// A closed-loop instance thinks before its next intent (round `round`).
+    pub(super) fn schedule_think(&mut self, c: usize, instance: u32, round: u32) {
+        let ClientMode::Closed { think_time } = &self.s.clients[c].mode else {
+            return;
+        };
+        let think = think_time.sample(
+            &self.rng,
+            &[purpose::THINK, c as u64, instance as u64, round as u64],
+        );
+        let at = self.q.now().saturating_add(think);
+        if at < self.s.duration {
+            self.q.schedule_at(
+                at,
+                Event::Arrival {
+                    client: c as u32,
+                    instance,
+                },
+            );
+        }
+    }
+
+    fn schedule_next_open_arrival(&mut self, c: usize, from: Nanos) {
+        let ClientMode::Open(schedule) = &self.s.clients[c].mode else {
+            return;
+        };
         let mut t = from;
         loop {
-            let (rate, next_change) = spec.rate_at(t);
+            let (rate, next_change) = schedule.rate_at(t);
             let r = rate * self.s.load_scale;
             if r > 0.0 {
                 let gap = -self.clients[c].arrivals.unit().ln() / r;
                 let at = t.saturating_add(from_secs_f64(gap));
                 if next_change.is_none_or(|nc| at < nc) {
                     if at < self.s.duration {
-                        self.q.schedule_at(at, Event::Arrival { client: c as u32 });
+                        self.q.schedule_at(
+                            at,
+                            Event::Arrival {
+                                client: c as u32,
+                                instance: OPEN,
+                            },
+                        );
                     }
                     return;
                 }
@@ -26,11 +85,30 @@ impl World<'_> {
         }
     }
 
-    pub(super) fn on_arrival(&mut self, c: usize) {
+    /// An intent arrives from client class `c` (`instance` is [`OPEN`] for
+    /// open-loop clients, whose instance is drawn).
+    pub(super) fn on_arrival(&mut self, c: usize, instance: u32) {
         let now = self.q.now();
         let spec = &self.s.clients[c];
-        let seq = self.clients[c].next_seq;
-        self.clients[c].next_seq += 1;
+        let (seq, instance) = match spec.mode {
+            ClientMode::Open(_) => {
+                let seq = self.clients[c].next_seq;
+                self.clients[c].next_seq += 1;
+                let n = spec.stateful_instances();
+                let instance = if n > 1 {
+                    (self.rng.unit(&[purpose::INSTANCE, c as u64, seq]) * n as f64) as u32
+                } else {
+                    0
+                };
+                (seq, instance)
+            }
+            ClientMode::Closed { .. } => {
+                let round = self.clients[c].rounds[instance as usize];
+                self.clients[c].rounds[instance as usize] += 1;
+                (((instance as u64) << 32) | round as u64, instance)
+            }
+            ClientMode::Burst { .. } => (instance as u64, instance),
+        };
         let in_window = self.m.in_window(now);
         let deadline_at = if spec.policy.deadline == NEVER {
             NEVER
@@ -52,12 +130,7 @@ impl World<'_> {
             prev_wait: 0,
             sent_at: now,
             last_outcome: None,
-            instance: if self.clients[c].budgets.len() > 1 {
-                (self.rng.unit(&[purpose::INSTANCE, c as u64, seq])
-                    * self.clients[c].budgets.len() as f64) as u32
-            } else {
-                0
-            },
+            instance,
             retry_cost: 0.0,
             traced: self.options.trace_fraction > 0.0
                 && self.rng.unit(&[purpose::TRACE, c as u64, seq]) < self.options.trace_fraction,
@@ -67,7 +140,17 @@ impl World<'_> {
             self.m.client_intents[c] += 1;
         }
         self.m.series.at(now).offered += 1;
-        self.send(id);
-        self.schedule_next_arrival(c, now);
+        if self.clients[c]
+            .breaker(instance)
+            .is_some_and(|b| !b.allows(now))
+        {
+            // An open breaker fails the intent fast, without sending anything.
+            self.finish(id, false, "breaker_open (failed fast)".into());
+        } else {
+            self.send(id);
+        }
+        if matches!(spec.mode, ClientMode::Open(_)) {
+            self.schedule_next_open_arrival(c, now);
+        }
     }
 }

@@ -14,11 +14,12 @@ impl World<'_> {
         it.attempts += 1;
         it.outstanding += 1;
         it.sent_at = now;
-        if let Some(b) = self.clients[it.client as usize]
-            .budgets
-            .get_mut(it.instance as usize)
-        {
+        let client_state = &mut self.clients[it.client as usize];
+        if let Some(b) = client_state.budget(it.instance) {
             b.on_send(now, it.attempts > 1);
+        }
+        if let Some(b) = client_state.breaker(it.instance) {
+            b.on_send(now);
         }
         let (attempt, seq, client, in_window, deadline_at) = (
             it.attempts,
@@ -102,13 +103,18 @@ impl World<'_> {
             .retry_on
             .contains(outcome);
         let (retry, refund) = (it.attempts > 1, it.retry_cost);
-        let budget_grants = match self.clients[it.client as usize]
-            .budgets
-            .get_mut(it.instance as usize)
-        {
+        let client_state = &mut self.clients[it.client as usize];
+        let budget_grants = match client_state.budget(it.instance) {
             Some(b) => {
                 b.on_outcome(outcome, retry, retryable, refund);
                 outcome == Outcome::Ok || b.grants(now, outcome)
+            }
+            None => true,
+        };
+        let breaker_closed = match client_state.breaker(it.instance) {
+            Some(b) => {
+                b.on_outcome(now, outcome);
+                b.allows(now)
             }
             None => true,
         };
@@ -137,15 +143,14 @@ impl World<'_> {
             deadline_at: it.deadline_at,
             retry_after,
             backoff_wait,
-            breaker_closed: true,
+            breaker_closed,
             budget_grants,
         };
         match decide(policy, &ctx) {
             Decision::Retry { wait } => {
-                let (client, instance) = (it.client as usize, it.instance as usize);
+                let (client, instance) = (it.client as usize, it.instance);
                 let cost = self.clients[client]
-                    .budgets
-                    .get_mut(instance)
+                    .budget(instance)
                     .map_or(0.0, |b| b.spend_retry(outcome));
                 self.trace(id, outcome, TraceDecision::Retry);
                 let it = self.intents.get_mut(id).expect("live");

@@ -28,10 +28,10 @@ impl World<'_> {
         let edge = self.s.clients[it.client as usize].edge as u32;
         let remaining_deadline =
             (it.deadline_at != NEVER).then(|| it.deadline_at.saturating_sub(it.sent_at));
-        let budget = self.clients[it.client as usize]
-            .budgets
-            .get(it.instance as usize)
-            .and_then(Budget::level);
+        let (client, instance) = (it.client as usize, it.instance);
+        let budget = self.clients[client]
+            .budget(instance)
+            .and_then(|b| b.level());
         let record = TraceRecord {
             client: it.client,
             intent: it.seq,
@@ -56,6 +56,7 @@ impl World<'_> {
         it.ok = ok;
         let latency = now - it.arrived;
         let (in_window, settled) = (it.in_window, it.outstanding == 0);
+        let (client, instance) = (it.client as usize, it.instance);
         if ok {
             self.m.series.record_success(now, latency);
         }
@@ -70,6 +71,13 @@ impl World<'_> {
         if settled {
             let it = self.intents.remove(id).expect("live");
             self.settle_effects(&it);
+        }
+        if matches!(
+            self.s.clients[client].mode,
+            crate::config::ClientMode::Closed { .. }
+        ) {
+            let round = self.clients[client].rounds[instance as usize];
+            self.schedule_think(client, instance, round);
         }
     }
 
