@@ -109,7 +109,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
 
     let replications = set.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);
     match args.sim.format {
-        Format::Table => print!("{}", output::table::render_text(&summaries, replications)),
+        Format::Table => print!(
+            "{}{}",
+            output::table::render_text(&summaries, replications),
+            output::table::render_breakdown(&summaries)
+        ),
         Format::Markdown => print!("{}", output::table::render_markdown(&summaries)),
         Format::Csv => print!("{csv}"),
         Format::Json => print!("{json}"),

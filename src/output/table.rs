@@ -176,3 +176,49 @@ pub fn render_csv(summaries: &[VariantSummary]) -> anyhow::Result<String> {
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }
+
+/// Why intents failed and why retries were refused, per variant: the
+/// breakdown printed under the terminal table.
+pub fn render_breakdown(summaries: &[VariantSummary]) -> String {
+    let mut out = String::new();
+    for v in summaries {
+        let intents: f64 = v
+            .metric("intents")
+            .map(|s| s.values.iter().flatten().sum())
+            .unwrap_or(0.0);
+        if v.failures.is_empty() && v.denials.is_empty() {
+            continue;
+        }
+        let mut failures: Vec<(&String, &u64)> = v.failures.iter().collect();
+        failures.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let share = |n: u64| {
+            if intents > 0.0 {
+                format!("{:.2}%", n as f64 / intents * 100.0)
+            } else {
+                n.to_string()
+            }
+        };
+        let f: Vec<String> = failures
+            .iter()
+            .map(|(k, n)| format!("{k} {}", share(**n)))
+            .collect();
+        out.push_str(&format!(
+            "{}: failed: {}",
+            v.name,
+            if f.is_empty() {
+                "none".into()
+            } else {
+                f.join(", ")
+            }
+        ));
+        if !v.denials.is_empty() {
+            let d: Vec<String> = v.denials.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            out.push_str(&format!("; retries refused: {}", d.join(", ")));
+        }
+        out.push('\n');
+    }
+    if !out.is_empty() {
+        out.insert_str(0, "\nwhy intents failed (share of intents, all replications) and retries refused (count):\n");
+    }
+    out
+}
