@@ -33,8 +33,9 @@ pub struct Policy {
     pub retry_unknown_without_key: bool,
     /// Wait what a 429/503 Retry-After says instead of the backoff.
     pub respect_retry_after: bool,
-    /// Give up instead of waiting longer than this ([`NEVER`] = the deadline).
-    pub max_retry_after: Nanos,
+    /// Give up instead of waiting longer than this: `None` = the deadline,
+    /// [`NEVER`] (`"never"`) = no limit.
+    pub max_retry_after: Option<Nanos>,
     /// The wait between attempts.
     pub backoff: Backoff,
     /// The retry budget, if any.
@@ -55,7 +56,7 @@ impl Default for Policy {
             retry_on: RetryOn::default(),
             retry_unknown_without_key: false,
             respect_retry_after: true,
-            max_retry_after: NEVER,
+            max_retry_after: None,
             backoff: Backoff::default(),
             budget: None,
             breaker: None,

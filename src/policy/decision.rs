@@ -114,11 +114,7 @@ pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
     };
     let wait = match respected {
         Some(ra) => {
-            let limit = if policy.max_retry_after != NEVER {
-                policy.max_retry_after
-            } else {
-                policy.deadline
-            };
+            let limit = policy.max_retry_after.unwrap_or(policy.deadline);
             if ra > limit {
                 return Decision::Deny(DenyReason::RetryAfterTooLong);
             }
@@ -261,6 +257,30 @@ mod tests {
             ..ctx(Outcome::Status(503))
         };
         assert_eq!(decide(&ignoring, &c), Decision::Retry { wait: 50 * MS });
+    }
+
+    #[test]
+    fn max_retry_after_never_lifts_the_limit() {
+        let unlimited = Policy {
+            max_retry_after: Some(NEVER),
+            deadline: NEVER,
+            ..policy()
+        };
+        let c = RetryContext {
+            retry_after: Some(2000 * MS),
+            deadline_at: NEVER,
+            ..ctx(Outcome::Status(503))
+        };
+        assert_eq!(decide(&unlimited, &c), Decision::Retry { wait: 2000 * MS });
+        let capped = Policy {
+            max_retry_after: Some(1500 * MS),
+            deadline: NEVER,
+            ..policy()
+        };
+        assert_eq!(
+            decide(&capped, &c),
+            Decision::Deny(DenyReason::RetryAfterTooLong)
+        );
     }
 
     #[test]

@@ -52,8 +52,10 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
             RetryOn::from_entries(&entries)
         }
     };
-    let max_retry_after =
-        v.positive_dur(&f("max_retry_after"), raw.max_retry_after.as_ref(), NEVER)?;
+    let max_retry_after = match &raw.max_retry_after {
+        None => None,
+        Some(text) => Some(v.positive_dur(&f("max_retry_after"), Some(text), NEVER)?),
+    };
     let backoff = match &raw.backoff {
         None => Backoff::default(),
         Some(b) => backoff(&v, b, &f("backoff"))?,
