@@ -201,3 +201,71 @@ mod tests {
         assert_eq!(b.delay(1, 0, 0.5), 200 * MS);
     }
 }
+
+#[cfg(test)]
+mod sequence_tests {
+    use super::*;
+    use crate::engine::Stream;
+
+    const MS: Nanos = 1_000_000;
+
+    /// The waits of retries 1..=6 for a fixed stream, in ms.
+    fn sequence(b: &Backoff) -> Vec<f64> {
+        let mut s = Stream::from_state(2024);
+        let mut prev = 0;
+        (1..=6)
+            .map(|n| {
+                let d = b.delay(n, prev, s.unit());
+                prev = d;
+                (d as f64 / MS as f64 * 1000.0).round() / 1000.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sequences_for_a_fixed_seed_follow_the_formulas() {
+        let mut s = Stream::from_state(2024);
+        let u: Vec<f64> = (0..6).map(|_| s.unit()).collect();
+        let expo = |jitter| Backoff {
+            kind: BackoffKind::Exponential,
+            base: 100 * MS,
+            cap: 1000 * MS,
+            multiplier: 2.0,
+            jitter,
+        };
+        let limits = [100.0, 200.0, 400.0, 800.0, 1000.0, 1000.0];
+        let round = |x: f64| (x * 1000.0).round() / 1000.0;
+        let full: Vec<f64> = (0..6).map(|i| round(u[i] * limits[i])).collect();
+        let equal: Vec<f64> = (0..6)
+            .map(|i| round(limits[i] / 2.0 + u[i] * limits[i] / 2.0))
+            .collect();
+        let prop: Vec<f64> = (0..6)
+            .map(|i| round(limits[i] * (0.8 + 0.4 * u[i])))
+            .collect();
+        assert_eq!(sequence(&expo(Jitter::None)), limits.to_vec());
+        assert_eq!(sequence(&expo(Jitter::Full)), full);
+        assert_eq!(sequence(&expo(Jitter::Equal)), equal);
+        assert_eq!(sequence(&expo(Jitter::Proportional(0.2))), prop);
+        let dec = Backoff {
+            kind: BackoffKind::Decorrelated,
+            base: 100 * MS,
+            cap: 1000 * MS,
+            ..Backoff::default()
+        };
+        let mut prev = 100.0;
+        let expected: Vec<f64> = u
+            .iter()
+            .map(|u| {
+                let d = (100.0 + u * (prev * 3.0 - 100.0)).min(1000.0);
+                prev = (d * 1e6).round() / 1e6;
+                round(d)
+            })
+            .collect();
+        assert_eq!(sequence(&dec), expected);
+        // Golden: the generator is fixed, so this sequence never changes.
+        assert_eq!(
+            sequence(&expo(Jitter::Full)),
+            vec![62.277, 19.446, 119.43, 92.949, 830.578, 552.421]
+        );
+    }
+}
