@@ -352,7 +352,15 @@ pub fn scenario(
         let mode = match mode_name {
             "open" => ClientMode::Open(RateSchedule(rate_schedule(&v, &f("rate"), c.rate.as_ref(), duration)?)),
             "closed" => match &c.think_time {
-                Some(d) => ClientMode::Closed { think_time: v.dist(&f("think_time"), d)? },
+                Some(d) => {
+                    let think_time = v.dist(&f("think_time"), d)?;
+                    // A zero think time would let an instance whose breaker
+                    // fails it fast start intents forever at one instant.
+                    if think_time.mean_secs() <= 0.0 {
+                        return Err(v.err(&f("think_time"), "must have a mean longer than 0 (a closed-loop user always pauses between intents)"));
+                    }
+                    ClientMode::Closed { think_time }
+                }
                 None => return Err(v.err(&f("think_time"), "required for mode = \"closed\": a distribution such as { dist = \"exp\", mean = \"2s\" }")),
             },
             _ => {
