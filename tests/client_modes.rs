@@ -100,3 +100,28 @@ service_time = { dist = "const", value = "1ms" }
         }
     }
 }
+
+#[test]
+fn a_closed_loop_think_time_must_have_a_positive_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.toml");
+    std::fs::write(
+        &path,
+        r#"
+[experiment]
+duration = "5s"
+[[clients]]
+name = "u"
+mode = "closed"
+think_time = { dist = "const", value = "0s" }
+target = "api"
+[[services]]
+name = "api"
+service_time = { dist = "exp", mean = "1ms" }
+"#,
+    )
+    .unwrap();
+    let e = retrysim::config::load_experiment(&path, &[]).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("clients.u.think_time"));
+    assert!(e.message.contains("mean longer than 0"), "{e}");
+}
