@@ -12,7 +12,7 @@ pub use timeseries::{BinRow, TimeSeries};
 pub use trace::{TraceDecision, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5).
-pub const METRICS: [&str; 16] = [
+pub const METRICS: [&str; 17] = [
     "intents",
     "success_rate",
     "goodput_per_s",
@@ -29,10 +29,14 @@ pub const METRICS: [&str; 16] = [
     "retries_denied_budget",
     "recovery_time_s",
     "recovered_fraction",
+    "outbox_events_per_intent",
 ];
 
 /// Metrics per call edge.
 pub const EDGE_METRICS: [&str; 1] = ["attempts_per_intent"];
+
+/// Metrics per side-effect kind.
+pub const EFFECT_METRICS: [&str; 3] = ["commits_per_intent", "duplicate_intents", "extra"];
 
 /// Metrics per service.
 pub const SERVICE_METRICS: [&str; 4] = [

@@ -382,8 +382,8 @@ const METRICS: [&str; 15] = [
 ];
 
 /// Metrics this version of the model does not produce: null, never 0.
-const NOT_PRODUCED: [&str; 4] = [
-    "lost_effects",
+/// (`retries_denied_budget` is null because the quick start has no budget.)
+const NOT_PRODUCED: [&str; 3] = [
     "retries_denied_budget",
     "recovery_time_s",
     "recovered_fraction",

@@ -80,7 +80,22 @@ pub struct ServiceRaw {
     pub idempotency: Option<toml::Table>,
     pub occ: Option<toml::Table>,
     #[serde(default)]
-    pub calls: Vec<toml::Table>,
+    pub calls: Vec<CallRaw>,
+}
+
+/// `[[services.calls]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallRaw {
+    pub to: String,
+    pub operation: Option<String>,
+    pub policy: Option<PolicyRaw>,
+    pub key: Option<String>,
+    pub when: Option<String>,
+    pub propagate_deadline: Option<bool>,
+    pub latency: Option<DistRaw>,
+    pub relay_delay: Option<DistRaw>,
+    pub dedup: Option<bool>,
 }
 
 /// `queue = { limit, discipline, target, interval }`.

@@ -28,8 +28,11 @@ pub struct Scenario {
     pub operations: Vec<OperationSpec>,
     pub services: Vec<ServiceSpec>,
     pub faults: Vec<FaultSpec>,
-    /// Call edges; edge `i < clients.len()` is client `i`'s edge to its target.
+    /// Call edges; edge `i < clients.len()` is client `i`'s edge to its
+    /// target, then every service's calls in order.
     pub edges: Vec<EdgeSpec>,
+    /// Side-effect kinds named by services' `commits`, in order of appearance.
+    pub effect_kinds: Vec<String>,
 }
 
 /// A client class.
@@ -121,8 +124,52 @@ pub struct ServiceSpec {
     pub service_time: Dist,
     pub drop_expired: bool,
     pub overload: OverloadAnswer,
-    /// The side-effect kind recorded per execution, if any.
-    pub commits: Option<String>,
+    /// The side-effect kind recorded per execution (index into
+    /// [`Scenario::effect_kinds`]), if any.
+    pub commits: Option<usize>,
+    /// Optimistic concurrency: the number of rows requests write, if any.
+    pub occ_rows: Option<u32>,
+    /// Downstream calls, in file order.
+    pub calls: Vec<CallSpec>,
+}
+
+/// A downstream call a service makes while handling a request.
+#[derive(Debug, Clone)]
+pub struct CallSpec {
+    pub to: usize,
+    /// `None`: the operation of the request being handled.
+    pub operation: Option<usize>,
+    pub policy: Policy,
+    pub key: KeyMode,
+    pub when: When,
+    /// The callee's deadline is at most the caller's remaining deadline.
+    pub propagate_deadline: bool,
+    /// Outbox: how long the relay takes to pick the event up.
+    pub relay_delay: Dist,
+    /// Outbox: the consumer deduplicates by stable event id.
+    pub dedup: bool,
+    /// The edge this call's attempts travel on.
+    pub edge: usize,
+}
+
+/// What idempotency key a downstream call carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyMode {
+    /// The key of the request being handled, if it had one.
+    Forward,
+    /// A key derived from the intent: always present, stable across retries.
+    Derive,
+    /// No key.
+    None,
+}
+
+/// When a downstream call is made relative to the service's commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    BeforeCommit,
+    AfterCommit,
+    /// By a relay after the commit, retried until it succeeds or its deadline passes.
+    Outbox,
 }
 
 /// A fault window.
@@ -145,6 +192,11 @@ pub enum FaultKind {
         probability: f64,
         retry_after: Option<Nanos>,
     },
+    /// The work executes (and commits) but its answer never arrives.
+    ResponseLoss { probability: f64 },
+    /// The work executes (and commits), then the connection is reset: the
+    /// caller sees `reset` instead of the answer.
+    Reset { probability: f64 },
 }
 
 impl FaultKind {
@@ -152,6 +204,8 @@ impl FaultKind {
     pub fn label(&self) -> &'static str {
         match self {
             FaultKind::Error { .. } => "error",
+            FaultKind::ResponseLoss { .. } => "response_loss",
+            FaultKind::Reset { .. } => "reset",
         }
     }
 }
@@ -161,7 +215,28 @@ impl FaultKind {
 pub struct EdgeSpec {
     /// `client->service` or `service->service`.
     pub name: String,
+    /// Who makes the calls on this edge.
+    pub caller: Caller,
     pub to: usize,
     /// One-way latency.
     pub latency: Dist,
+}
+
+/// The caller on an edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// A client class.
+    Client(usize),
+    /// Call `index` of service `service`.
+    Service { service: usize, index: usize },
+}
+
+impl Scenario {
+    /// The retry policy of an edge.
+    pub fn edge_policy(&self, edge: usize) -> &Policy {
+        match self.edges[edge].caller {
+            Caller::Client(c) => &self.clients[c].policy,
+            Caller::Service { service, index } => &self.services[service].calls[index].policy,
+        }
+    }
 }

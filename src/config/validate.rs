@@ -2,6 +2,8 @@
 //! names the file, the field path and what is allowed.
 
 mod budget;
+mod calls;
+mod faults;
 mod policy;
 
 pub use policy::policy;
@@ -12,7 +14,10 @@ use super::units::{parse_duration, parse_rate};
 use crate::engine::{NEVER, Nanos};
 use crate::error::{InputError, InputResult};
 use crate::model::Dist;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+
+/// The most side-effect kinds (`commits` names) an experiment may use.
+pub const MAX_EFFECT_KINDS: usize = 8;
 
 /// Features the file format has that this version does not simulate yet.
 fn not_yet(file: &str, field: &str, what: &str) -> InputError {
@@ -289,8 +294,19 @@ pub fn scenario(
         ));
     }
     let mut services: Vec<ServiceSpec> = Vec::new();
+    let mut effect_kinds: Vec<String> = Vec::new();
     for s in &raw.services {
-        services.push(service(&v, s, &services)?);
+        services.push(service(&v, s, &services, &mut effect_kinds)?);
+    }
+    if effect_kinds.len() > MAX_EFFECT_KINDS {
+        return Err(InputError::field(
+            file,
+            "services",
+            format!(
+                "at most {MAX_EFFECT_KINDS} distinct `commits` kinds, got {}",
+                effect_kinds.len()
+            ),
+        ));
     }
     let service_index = |field: &str, name: &str| -> InputResult<usize> {
         services.iter().position(|s| s.name == name).ok_or_else(|| {
@@ -432,6 +448,7 @@ pub fn scenario(
         let edge = edges.len();
         edges.push(EdgeSpec {
             name: format!("{}->{}", c.name, c.target),
+            caller: Caller::Client(ci),
             to: target,
             latency: latency.clone(),
         });
@@ -439,42 +456,16 @@ pub fn scenario(
         debug_assert_eq!(edge, ci);
     }
 
-    let mut faults = Vec::new();
-    let mut fault_names = HashSet::new();
-    for (i, fr) in raw.faults.iter().enumerate() {
-        let label = fr.name.clone().unwrap_or_else(|| i.to_string());
-        let field = format!("faults.{label}");
-        let f = |n: &str| format!("{field}.{n}");
-        if let Some(n) = &fr.name {
-            v.name(&f("name"), n)?;
-        }
-        if !fault_names.insert(label.clone()) {
-            return Err(v.err(&f("name"), "fault names must be unique"));
-        }
-        let start = v.dur(&f("start"), fr.start.as_ref(), 0)?;
-        let length = v.dur(&f("duration"), fr.duration.as_ref(), NEVER)?;
-        let kind = match fr.kind.as_str() {
-            "error" => {
-                for (name, present) in [("capacity", fr.capacity.is_some()), ("extra", fr.extra.is_some()), ("restart_after", fr.restart_after.is_some())] {
-                    if present {
-                        return Err(v.err(&f(name), "not a field of an error fault (it takes status, probability, retry_after, start, duration)"));
-                    }
-                }
-                let retry_after = fr.retry_after.as_ref().map(|s| v.dur(&f("retry_after"), Some(s), 0)).transpose()?;
-                FaultKind::Error { status: v.status(&f("status"), fr.status.as_ref(), 503)?, probability: v.prob(&f("probability"), fr.probability, 1.0)?, retry_after }
-            }
-            k @ ("outage" | "brownout" | "latency" | "response_loss" | "crash" | "partition") => return Err(not_yet(file, &f("kind"), &format!("the \"{k}\" fault"))),
-            other => return Err(v.err(&f("kind"), format!("unknown fault kind \"{other}\": allowed are error, outage, brownout, latency, response_loss, crash, partition"))),
-        };
-        let target = service_index(&f("target"), &fr.target)?;
-        faults.push(FaultSpec {
-            name: label,
-            target,
-            start,
-            end: start.saturating_add(length),
-            kind,
-        });
-    }
+    calls::calls(
+        &v,
+        &raw.services,
+        &mut services,
+        &operations,
+        &mut edges,
+        origins,
+        &latency,
+    )?;
+    let faults = faults::faults(&v, &raw.faults, &services)?;
 
     Ok(Scenario {
         variant: variant.to_string(),
@@ -491,10 +482,16 @@ pub fn scenario(
         services,
         faults,
         edges,
+        effect_kinds,
     })
 }
 
-fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec]) -> InputResult<ServiceSpec> {
+fn service(
+    v: &V,
+    s: &ServiceRaw,
+    before: &[ServiceSpec],
+    effect_kinds: &mut Vec<String>,
+) -> InputResult<ServiceSpec> {
     let field = format!("services.{}", s.name);
     let f = |n: &str| format!("{field}.{n}");
     v.name(&f("name"), &s.name)?;
@@ -568,15 +565,35 @@ fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec]) -> InputResult<Service
     if s.idempotency.is_some() {
         return Err(not_yet(v.file, &f("idempotency"), "the idempotency ledger"));
     }
-    if s.occ.is_some() {
-        return Err(not_yet(v.file, &f("occ"), "optimistic concurrency"));
-    }
-    if !s.calls.is_empty() {
-        return Err(not_yet(v.file, &f("calls"), "downstream calls"));
-    }
-    if let Some(c) = &s.commits {
-        v.name(&f("commits"), c)?;
-    }
+    let occ_rows = match &s.occ {
+        None => None,
+        Some(t) => {
+            if let Some(k) = t.keys().find(|k| *k != "rows") {
+                return Err(v.err(&f(&format!("occ.{k}")), "unknown key: occ takes `rows`"));
+            }
+            let rows = match t.get("rows") {
+                None => 1,
+                Some(toml::Value::Integer(n)) if (1..=1_000_000_000).contains(n) => *n as u32,
+                Some(other) => {
+                    return Err(v.err(
+                        &f("occ.rows"),
+                        format!("must be an integer from 1 to 1000000000, got {other}"),
+                    ));
+                }
+            };
+            Some(rows)
+        }
+    };
+    let commits = match &s.commits {
+        None => None,
+        Some(c) => {
+            v.name(&f("commits"), c)?;
+            Some(effect_kinds.iter().position(|k| k == c).unwrap_or_else(|| {
+                effect_kinds.push(c.clone());
+                effect_kinds.len() - 1
+            }))
+        }
+    };
     Ok(ServiceSpec {
         name: s.name.clone(),
         workers,
@@ -584,7 +601,9 @@ fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec]) -> InputResult<Service
         service_time,
         drop_expired: s.drop_expired.unwrap_or(false),
         overload,
-        commits: s.commits.clone(),
+        commits,
+        occ_rows,
+        calls: Vec::new(),
     })
 }
 

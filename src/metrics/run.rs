@@ -28,6 +28,14 @@ pub struct RunCollector {
     pub latency: LatencyHistogram,
     pub duplicates: u64,
     pub orphan_commits: u64,
+    /// Effects intents should have caused and did not.
+    pub lost_effects: u64,
+    /// Outbox events written.
+    pub events_sent: u64,
+    /// Per side-effect kind: commits, intents with more than one, and the extra ones.
+    pub effects: Vec<u64>,
+    pub effect_duplicates: Vec<u64>,
+    pub effect_extra: Vec<u64>,
     /// How failed intents ended: `<last outcome> (<reason>)` → count.
     pub failures: BTreeMap<String, u64>,
     /// Retries refused, per reason.
@@ -55,6 +63,11 @@ impl RunCollector {
             latency: LatencyHistogram::default(),
             duplicates: 0,
             orphan_commits: 0,
+            lost_effects: 0,
+            events_sent: 0,
+            effects: vec![0; s.effect_kinds.len()],
+            effect_duplicates: vec![0; s.effect_kinds.len()],
+            effect_extra: vec![0; s.effect_kinds.len()],
             failures: BTreeMap::new(),
             denials: BTreeMap::new(),
             series: TimeSeries::new(s.bin, n),
@@ -113,7 +126,11 @@ impl RunCollector {
         put("duplicate_intents", Some(self.duplicates as f64));
         put("orphan_commits", Some(self.orphan_commits as f64));
         // Not produced by this model yet: null, never 0.
-        put("lost_effects", None);
+        put("lost_effects", Some(self.lost_effects as f64));
+        put(
+            "outbox_events_per_intent",
+            per_intent(self.events_sent as f64),
+        );
         let budgeted = s.clients.iter().any(|c| c.policy.budget.is_some());
         let denied = self.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
         put("retries_denied_budget", budgeted.then_some(denied as f64));
@@ -164,6 +181,24 @@ impl RunCollector {
                 (sv.name.clone(), sm)
             })
             .collect();
+        let effects = s
+            .effect_kinds
+            .iter()
+            .enumerate()
+            .map(|(k, name)| {
+                let mut km = MetricMap::new();
+                km.insert(
+                    "commits_per_intent".into(),
+                    per_intent(self.effects[k] as f64),
+                );
+                km.insert(
+                    "duplicate_intents".into(),
+                    Some(self.effect_duplicates[k] as f64),
+                );
+                km.insert("extra".into(), Some(self.effect_extra[k] as f64));
+                (name.clone(), km)
+            })
+            .collect();
         let mut denials = BTreeMap::new();
         for (r, n) in &self.denials {
             denials.insert(r.label().to_string(), *n);
@@ -173,6 +208,7 @@ impl RunCollector {
             amplification_service: s.services[amp_service].name.clone(),
             edges,
             services,
+            effects,
             failures: self.failures,
             denials,
             latency: self.latency,
@@ -195,6 +231,8 @@ pub struct RunResult {
     pub edges: Vec<(String, MetricMap)>,
     /// Per service, in scenario order.
     pub services: Vec<(String, MetricMap)>,
+    /// Per side-effect kind (see [`super::EFFECT_METRICS`]).
+    pub effects: Vec<(String, MetricMap)>,
     /// How failed intents ended.
     pub failures: BTreeMap<String, u64>,
     /// Retries refused, per reason.

@@ -1,8 +1,16 @@
-//! One run of one scenario: open-loop clients sending attempts to services
-//! with workers and a queue, per-try timeouts, retries and faults.
+//! One run of one scenario: clients sending intents through a graph of
+//! services, with per-try timeouts, retries at every edge, budgets,
+//! breakers, downstream calls, outbox relays, side effects and faults.
+//!
+//! Entities live in generational slabs: an *intent* (the business
+//! operation), *calls* (one logical call on one edge, with its retry loop:
+//! the client's call, a service's downstream call, an outbox relay) and
+//! *requests* (one attempt of a call, from send until it leaves the system).
 
 use super::{Id, Slab};
-use crate::config::{FaultKind, Scenario};
+use crate::config::validate::MAX_EFFECT_KINDS;
+use crate::config::{Caller, FaultKind, KeyMode, Scenario, When};
+use crate::engine::random::hash_words;
 use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64};
 use crate::metrics::{RunCollector, RunResult, TraceDecision, TraceRecord};
 use crate::policy::breaker::Breaker;
@@ -13,6 +21,7 @@ use std::collections::VecDeque;
 
 mod arrivals;
 mod caller;
+mod downstream;
 mod server;
 mod settle;
 
@@ -27,6 +36,11 @@ mod purpose {
     pub const TRACE: u64 = 8;
     pub const INSTANCE: u64 = 9;
     pub const THINK: u64 = 10;
+    pub const RELAY_DELAY: u64 = 11;
+    /// Key derivation (not draws): child calls, relays, OCC rows.
+    pub const CHILD: u64 = 20;
+    pub const RELAY: u64 = 21;
+    pub const ROW: u64 = 22;
 }
 
 /// The `instance` of an open-loop arrival: drawn when the intent arrives.
@@ -40,59 +54,114 @@ enum Event {
     Arrival { client: u32, instance: u32 },
     /// A request reaches its service.
     Reach { req: Id },
-    /// A service finishes executing a request.
+    /// A service finishes a request's own work (its service time).
     Done { req: Id },
     /// An answer reaches the caller.
     Reply { req: Id },
     /// The caller's timeout for an attempt fires.
     Expire { req: Id },
-    /// A backoff wait is over: send the next attempt.
-    Retry { intent: Id },
+    /// A wait is over (backoff, or an outbox relay's pickup): send the next attempt.
+    Retry { call: Id },
 }
 
 struct Intent {
     client: u32,
     seq: u64,
     arrived: Nanos,
+    /// The client instance that sent it.
+    instance: u32,
+    in_window: bool,
+    /// Whether this intent's attempts go into the trace.
+    traced: bool,
+    done: bool,
+    ok: bool,
+    /// Requests in the system plus outbox relays still running.
+    outstanding: u32,
+    /// Commits of non-idempotent operations, per side-effect kind.
+    effects: [u16; MAX_EFFECT_KINDS],
+    /// Effects the intent should have caused and did not.
+    lost: u16,
+    /// Outbox events written.
+    events_sent: u16,
+    /// Outbox slots whose event a deduplicating consumer has applied.
+    applied: u32,
+}
+
+/// Who is waiting for a call's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    /// The client that sent the intent.
+    Client,
+    /// A request being handled by a service (a downstream call).
+    Parent(Id),
+    /// An outbox relay (nobody waits; a failure is a lost effect).
+    Relay,
+}
+
+/// One logical call on one edge with its retry loop.
+struct Call {
+    intent: Id,
+    edge: u32,
+    owner: Owner,
+    operation: u32,
+    key_sent: bool,
+    /// Base of the random keys of this call's attempts.
+    key: u64,
     deadline_at: Nanos,
     attempts: u32,
     /// The attempt the caller is waiting for.
     current: Option<Id>,
-    /// Requests of this intent still in the system.
-    outstanding: u32,
-    done: bool,
-    ok: bool,
-    in_window: bool,
-    commits: u32,
     /// The wait before the current attempt.
     prev_wait: Nanos,
     /// When the current attempt was sent.
     sent_at: Nanos,
     /// The previous attempt's outcome.
     last_outcome: Option<Outcome>,
-    /// Whether this intent's attempts go into the trace.
-    traced: bool,
-    /// The client instance that sent it (its budget).
-    instance: u32,
     /// What the budget charged for the current attempt (refunded on success).
     retry_cost: f64,
 }
 
+/// One attempt of a call, from send until it leaves the system.
 struct Request {
+    call: Id,
     intent: Id,
-    attempt: u32,
     edge: u32,
     service: u32,
+    operation: u32,
+    key_sent: bool,
+    /// Random key of this attempt.
+    rkey: u64,
+    /// When its caller gives up on it.
+    expires_at: Nanos,
     abandoned: bool,
+    /// It got a worker (answers may then be lost or reset by faults).
+    executed: bool,
+    /// Its answer was lost: it leaves when its caller times out.
+    lost: bool,
     demand: Nanos,
+    /// Progress through the service's plan (downstream calls, commit).
+    stage: u16,
+    /// OCC: the row and the version read when work started.
+    row: u32,
+    version: u64,
     answer: Outcome,
     retry_after: Option<Nanos>,
+}
+
+/// A service's plan: downstream call indices by phase.
+struct Plan {
+    before: Vec<usize>,
+    after: Vec<usize>,
+    outbox: Vec<usize>,
 }
 
 struct ServiceState {
     busy: u32,
     queue: VecDeque<Id>,
     last_change: Nanos,
+    /// OCC row versions.
+    versions: Vec<u64>,
+    plan: Plan,
 }
 
 struct ClientState {
@@ -124,6 +193,14 @@ impl ClientState {
     }
 }
 
+/// Budget and breaker of a service's downstream edge (shared by its workers).
+struct EdgeState {
+    budget: Option<Budget>,
+    breaker: Option<Breaker>,
+    /// Outbox edges with consumer dedup: the bit of their events in `Intent::applied`.
+    dedup_slot: Option<u8>,
+}
+
 /// Options of one run that are not part of the scenario.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunOptions {
@@ -137,9 +214,11 @@ pub struct World<'s> {
     rng: KeyedRandom,
     q: EventQueue<Event>,
     intents: Slab<Intent>,
+    calls: Slab<Call>,
     requests: Slab<Request>,
     services: Vec<ServiceState>,
     clients: Vec<ClientState>,
+    edges: Vec<EdgeState>,
     m: RunCollector,
     options: RunOptions,
 }
@@ -158,9 +237,11 @@ impl<'s> World<'s> {
     /// A world at time 0 with the first arrivals scheduled.
     pub fn new(s: &'s Scenario, replication: u32, options: RunOptions) -> Self {
         let rng = KeyedRandom::for_replication(s.seed, replication as u64);
-        let clients = (0..s.clients.len())
-            .map(|c| {
-                let spec = &s.clients[c];
+        let clients = s
+            .clients
+            .iter()
+            .enumerate()
+            .map(|(c, spec)| {
                 let budgets = match spec.policy.budget {
                     None => Vec::new(),
                     Some(b) if b.scope == BudgetScope::Shared => vec![Budget::new(b.kind)],
@@ -187,10 +268,51 @@ impl<'s> World<'s> {
         let services = s
             .services
             .iter()
-            .map(|_| ServiceState {
-                busy: 0,
-                queue: VecDeque::new(),
-                last_change: 0,
+            .map(|spec| {
+                let phase = |w: When| {
+                    spec.calls
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.when == w)
+                        .map(|(i, _)| i)
+                        .collect()
+                };
+                ServiceState {
+                    busy: 0,
+                    queue: VecDeque::new(),
+                    last_change: 0,
+                    versions: vec![0; spec.occ_rows.unwrap_or(0) as usize],
+                    plan: Plan {
+                        before: phase(When::BeforeCommit),
+                        after: phase(When::AfterCommit),
+                        outbox: phase(When::Outbox),
+                    },
+                }
+            })
+            .collect();
+        let mut next_slot = 0u8;
+        let edges = s
+            .edges
+            .iter()
+            .map(|e| match e.caller {
+                Caller::Client(_) => EdgeState {
+                    budget: None,
+                    breaker: None,
+                    dedup_slot: None,
+                },
+                Caller::Service { service, index } => {
+                    let call = &s.services[service].calls[index];
+                    let dedup_slot = (call.when == When::Outbox && call.dedup && next_slot < 32)
+                        .then(|| {
+                            next_slot += 1;
+                            next_slot - 1
+                        });
+                    EdgeState {
+                        budget: call.policy.budget.map(|b| Budget::new(b.kind)),
+                        breaker: call.policy.breaker.map(Breaker::new),
+                        dedup_slot,
+                    }
+                }
             })
             .collect();
         let mut w = World {
@@ -198,9 +320,11 @@ impl<'s> World<'s> {
             rng,
             q: EventQueue::new(),
             intents: Slab::default(),
+            calls: Slab::default(),
             requests: Slab::default(),
             services,
             clients,
+            edges,
             m: RunCollector::new(s),
             options,
         };
@@ -226,7 +350,7 @@ impl<'s> World<'s> {
                 Event::Done { req } => self.on_done(req),
                 Event::Reply { req } => self.on_reply(req),
                 Event::Expire { req } => self.on_expire(req),
-                Event::Retry { intent } => self.send(intent),
+                Event::Retry { call } => self.send(call),
             }
         }
         let end = self.q.now().max(self.s.duration);
@@ -251,5 +375,10 @@ impl<'s> World<'s> {
                 self.settle_effects(&it);
             }
         }
+    }
+
+    /// The random-key base of a client's call for intent `seq`.
+    fn root_key(client: usize, seq: u64, edge: usize) -> u64 {
+        hash_words(0, &[client as u64, seq, edge as u64])
     }
 }

@@ -4,7 +4,9 @@
 use crate::analysis::{RunSet, Summary, summarize};
 use crate::config::Experiment;
 use crate::engine::to_secs_f64;
-use crate::metrics::{EDGE_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS};
+use crate::metrics::{
+    EDGE_METRICS, EFFECT_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS,
+};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -24,6 +26,8 @@ pub struct VariantSummary {
     pub amplification_service: String,
     pub edges: Vec<(String, Vec<(String, Summary)>)>,
     pub services: Vec<(String, Vec<(String, Summary)>)>,
+    /// Per side-effect kind.
+    pub effects: Vec<(String, Vec<(String, Summary)>)>,
     /// Totals over replications.
     pub failures: BTreeMap<String, u64>,
     pub denials: BTreeMap<String, u64>,
@@ -77,6 +81,7 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
             };
             let edges = per(|r| &r.edges, &EDGE_METRICS, s.edges.len());
             let services = per(|r| &r.services, &SERVICE_METRICS, s.services.len());
+            let effects = per(|r| &r.effects, &EFFECT_METRICS, s.effect_kinds.len());
             let amplification_service = services
                 .iter()
                 .map(|(n, m)| (n.clone(), m[0].1.mean.unwrap_or(0.0)))
@@ -108,6 +113,7 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
                 amplification_service,
                 edges,
                 services,
+                effects,
                 failures,
                 denials,
                 latency_cdf,
@@ -147,6 +153,7 @@ pub fn summary_json(exp: &Experiment, set: &RunSet, summaries: &[VariantSummary]
                 "amplification_service": v.amplification_service,
                 "edges": Value::Object(v.edges.iter().map(|(n, m)| (n.clone(), metrics_object(m))).collect()),
                 "services": Value::Object(v.services.iter().map(|(n, m)| (n.clone(), metrics_object(m))).collect()),
+                "effects": Value::Object(v.effects.iter().map(|(n, m)| (n.clone(), metrics_object(m))).collect()),
                 "failures": v.failures,
                 "retry_denials": v.denials,
                 "latency_cdf": v.latency_cdf.iter().map(|(q, x)| json!({"q": q, "latency_s": x})).collect::<Vec<_>>(),

@@ -110,30 +110,21 @@ impl World<'_> {
             ClientMode::Burst { .. } => (instance as u64, instance),
         };
         let in_window = self.m.in_window(now);
-        let deadline_at = if spec.policy.deadline == NEVER {
-            NEVER
-        } else {
-            now.saturating_add(spec.policy.deadline)
-        };
-        let id = self.intents.insert(Intent {
+        let intent = self.intents.insert(Intent {
             client: c as u32,
             seq,
             arrived: now,
-            deadline_at,
-            attempts: 0,
-            current: None,
-            outstanding: 0,
-            done: false,
-            ok: false,
-            in_window,
-            commits: 0,
-            prev_wait: 0,
-            sent_at: now,
-            last_outcome: None,
             instance,
-            retry_cost: 0.0,
+            in_window,
             traced: self.options.trace_fraction > 0.0
                 && self.rng.unit(&[purpose::TRACE, c as u64, seq]) < self.options.trace_fraction,
+            done: false,
+            ok: false,
+            outstanding: 0,
+            effects: [0; MAX_EFFECT_KINDS],
+            lost: 0,
+            events_sent: 0,
+            applied: 0,
         });
         if in_window {
             self.m.intents += 1;
@@ -145,9 +136,29 @@ impl World<'_> {
             .is_some_and(|b| !b.allows(now))
         {
             // An open breaker fails the intent fast, without sending anything.
-            self.finish(id, false, "breaker_open (failed fast)".into());
+            self.finish(intent, false, "breaker_open (failed fast)".into());
         } else {
-            self.send(id);
+            let deadline_at = if spec.policy.deadline == NEVER {
+                NEVER
+            } else {
+                now.saturating_add(spec.policy.deadline)
+            };
+            let call = self.calls.insert(Call {
+                intent,
+                edge: spec.edge as u32,
+                owner: Owner::Client,
+                operation: spec.operation as u32,
+                key_sent: spec.idempotency_key,
+                key: Self::root_key(c, seq, spec.edge),
+                deadline_at,
+                attempts: 0,
+                current: None,
+                prev_wait: 0,
+                sent_at: now,
+                last_outcome: None,
+                retry_cost: 0.0,
+            });
+            self.send(call);
         }
         if matches!(spec.mode, ClientMode::Open(_)) {
             self.schedule_next_open_arrival(c, now);

@@ -1,64 +1,116 @@
-//! The caller's side: sending attempts, timeouts, answers and the retry
-//! decision with budgets.
+//! The caller's side of every edge: sending attempts, timeouts, answers,
+//! and the retry decision with budgets and breakers.
 
 use super::*;
 
+/// Who a call's budget and breaker belong to: the client instance for a
+/// client's call, the edge for a service's call or a relay.
+#[derive(Clone, Copy)]
+struct Guard {
+    owner: Owner,
+    edge: usize,
+    client: usize,
+    instance: u32,
+}
+
 impl World<'_> {
-    /// Sends the next attempt of an intent on its client's edge.
-    pub(super) fn send(&mut self, intent: Id) {
+    fn budget_of(&mut self, g: Guard) -> Option<&mut Budget> {
+        match g.owner {
+            Owner::Client => self.clients[g.client].budget(g.instance),
+            _ => self.edges[g.edge].budget.as_mut(),
+        }
+    }
+
+    fn breaker_of(&mut self, g: Guard) -> Option<&mut Breaker> {
+        match g.owner {
+            Owner::Client => self.clients[g.client].breaker(g.instance),
+            _ => self.edges[g.edge].breaker.as_mut(),
+        }
+    }
+
+    fn guard(&self, call: &Call) -> Guard {
+        let it = self
+            .intents
+            .get(call.intent)
+            .expect("a call's intent is live");
+        Guard {
+            owner: call.owner,
+            edge: call.edge as usize,
+            client: it.client as usize,
+            instance: it.instance,
+        }
+    }
+
+    /// Whether the breaker guarding a new call on `edge` lets it through.
+    pub(super) fn breaker_allows(&mut self, owner: Owner, edge: usize, intent: Id) -> bool {
+        let Some(it) = self.intents.get(intent) else {
+            return false;
+        };
+        let g = Guard {
+            owner,
+            edge,
+            client: it.client as usize,
+            instance: it.instance,
+        };
         let now = self.q.now();
-        let Some(it) = self.intents.get_mut(intent) else {
+        self.breaker_of(g).is_none_or(|b| b.allows(now))
+    }
+
+    /// Sends the next attempt of a call on its edge.
+    pub(super) fn send(&mut self, id: Id) {
+        let now = self.q.now();
+        let Some(call) = self.calls.get_mut(id) else {
             return;
         };
-        let spec = &self.s.clients[it.client as usize];
-        it.attempts += 1;
-        it.outstanding += 1;
-        it.sent_at = now;
-        let client_state = &mut self.clients[it.client as usize];
-        if let Some(b) = client_state.budget(it.instance) {
-            b.on_send(now, it.attempts > 1);
-        }
-        if let Some(b) = client_state.breaker(it.instance) {
-            b.on_send(now);
-        }
-        let (attempt, seq, client, in_window, deadline_at) = (
-            it.attempts,
-            it.seq,
-            it.client as u64,
-            it.in_window,
-            it.deadline_at,
-        );
-        let edge = spec.edge;
-        let service = spec.target;
+        call.attempts += 1;
+        call.sent_at = now;
+        let call = self.calls.get(id).expect("live");
+        let g = self.guard(call);
+        let edge = g.edge;
+        let timeout = attempt_timeout(self.s.edge_policy(edge), now, call.deadline_at);
+        let rkey = hash_words(call.key, &[call.attempts as u64]);
+        let attempt = call.attempts;
         let req = self.requests.insert(Request {
-            intent,
-            attempt,
+            call: id,
+            intent: call.intent,
             edge: edge as u32,
-            service: service as u32,
+            service: self.s.edges[edge].to as u32,
+            operation: call.operation,
+            key_sent: call.key_sent,
+            rkey,
+            expires_at: now.saturating_add(timeout),
             abandoned: false,
+            executed: false,
+            lost: false,
             demand: 0,
+            stage: 0,
+            row: 0,
+            version: 0,
             answer: Outcome::Ok,
             retry_after: None,
         });
-        self.intents.get_mut(intent).expect("live").current = Some(req);
-        if in_window {
+        let intent = call.intent;
+        self.calls.get_mut(id).expect("live").current = Some(req);
+        let it = self.intents.get_mut(intent).expect("live intent");
+        it.outstanding += 1;
+        if it.in_window {
             self.m.edge_attempts[edge] += 1;
         }
-        self.m.series.at(now).attempts += 1;
-        let timeout = attempt_timeout(&spec.policy, now, deadline_at);
+        if let Some(b) = self.budget_of(g) {
+            b.on_send(now, attempt > 1);
+        }
+        if let Some(b) = self.breaker_of(g) {
+            b.on_send(now);
+        }
+        if g.owner == Owner::Client {
+            self.m.series.at(now).attempts += 1;
+        }
         if timeout != NEVER {
             self.q.schedule_in(timeout, Event::Expire { req });
         }
-        let lat = self.s.edges[edge].latency.sample(
-            &self.rng,
-            &[
-                purpose::LATENCY_OUT,
-                client,
-                seq,
-                edge as u64,
-                attempt as u64,
-            ],
-        );
+        let lat = self.s.edges[edge]
+            .latency
+            .sample(&self.rng, &[purpose::LATENCY_OUT, rkey]);
         self.q.schedule_in(lat, Event::Reach { req });
     }
 
@@ -66,52 +118,45 @@ impl World<'_> {
         let Some(req) = self.requests.get(id) else {
             return;
         };
-        let (intent, outcome, retry_after) = (req.intent, req.answer, req.retry_after);
-        let waiting = self
-            .intents
-            .get(intent)
-            .is_some_and(|it| it.current == Some(id));
-        if waiting {
-            self.intents.get_mut(intent).expect("live").current = None;
-            self.on_outcome(intent, outcome, retry_after);
+        let (call, outcome, retry_after) = (req.call, req.answer, req.retry_after);
+        if self.calls.get(call).is_some_and(|c| c.current == Some(id)) {
+            self.calls.get_mut(call).expect("live").current = None;
+            self.on_outcome(call, outcome, retry_after);
         }
         self.leave(id);
     }
 
     pub(super) fn on_expire(&mut self, id: Id) {
-        let Some(req) = self.requests.get_mut(id) else {
+        let Some(req) = self.requests.get(id) else {
             return;
         };
-        let intent = req.intent;
-        let waiting = self
-            .intents
-            .get(intent)
-            .is_some_and(|it| it.current == Some(id));
-        if waiting {
+        let (call, lost) = (req.call, req.lost);
+        if self.calls.get(call).is_some_and(|c| c.current == Some(id)) {
             self.requests.get_mut(id).expect("live").abandoned = true;
-            self.intents.get_mut(intent).expect("live").current = None;
-            self.on_outcome(intent, Outcome::Timeout, None);
+            self.calls.get_mut(call).expect("live").current = None;
+            self.on_outcome(call, Outcome::Timeout, None);
+        }
+        if lost {
+            self.leave(id);
         }
     }
 
     /// The caller learnt the outcome of its current attempt.
-    pub(super) fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
+    fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
         let now = self.q.now();
-        let it = self.intents.get(id).expect("live intent");
-        let retryable = self.s.clients[it.client as usize]
-            .policy
-            .retry_on
-            .contains(outcome);
-        let (retry, refund) = (it.attempts > 1, it.retry_cost);
-        let client_state = &mut self.clients[it.client as usize];
-        let budget_grants = match client_state.budget(it.instance) {
+        let call = self.calls.get(id).expect("live call");
+        let g = self.guard(call);
+        let policy = self.s.edge_policy(g.edge);
+        let retryable = policy.retry_on.contains(outcome);
+        let (retry, refund) = (call.attempts > 1, call.retry_cost);
+        let budget_grants = match self.budget_of(g) {
             Some(b) => {
                 b.on_outcome(outcome, retry, retryable, refund);
                 outcome == Outcome::Ok || b.grants(now, outcome)
             }
             None => true,
         };
-        let breaker_closed = match client_state.breaker(it.instance) {
+        let breaker_closed = match self.breaker_of(g) {
             Some(b) => {
                 b.on_outcome(now, outcome);
                 b.allows(now)
@@ -120,51 +165,41 @@ impl World<'_> {
         };
         if outcome == Outcome::Ok {
             self.trace(id, outcome, TraceDecision::Done);
-            self.finish(id, true, String::new());
+            self.call_finished(id, Outcome::Ok, String::new());
             return;
         }
-        let it = self.intents.get(id).expect("live intent");
-        let spec = &self.s.clients[it.client as usize];
-        let policy = &spec.policy;
-        let u = self.rng.unit(&[
-            purpose::JITTER,
-            it.client as u64,
-            it.seq,
-            spec.edge as u64,
-            it.attempts as u64,
-        ]);
-        let backoff_wait = policy.backoff.delay(it.attempts, it.prev_wait, u);
+        let call = self.calls.get(id).expect("live");
+        let u = self
+            .rng
+            .unit(&[purpose::JITTER, call.key, call.attempts as u64]);
         let ctx = RetryContext {
             outcome,
-            idempotent: self.s.operations[spec.operation].idempotent,
-            key_sent: spec.idempotency_key,
-            attempts_made: it.attempts,
+            idempotent: self.s.operations[call.operation as usize].idempotent,
+            key_sent: call.key_sent,
+            attempts_made: call.attempts,
             now,
-            deadline_at: it.deadline_at,
+            deadline_at: call.deadline_at,
             retry_after,
-            backoff_wait,
+            backoff_wait: policy.backoff.delay(call.attempts, call.prev_wait, u),
             breaker_closed,
             budget_grants,
         };
         match decide(policy, &ctx) {
             Decision::Retry { wait } => {
-                let (client, instance) = (it.client as usize, it.instance);
-                let cost = self.clients[client]
-                    .budget(instance)
-                    .map_or(0.0, |b| b.spend_retry(outcome));
+                let cost = self.budget_of(g).map_or(0.0, |b| b.spend_retry(outcome));
                 self.trace(id, outcome, TraceDecision::Retry);
-                let it = self.intents.get_mut(id).expect("live");
-                it.retry_cost = cost;
-                it.prev_wait = wait;
-                it.last_outcome = Some(outcome);
+                let call = self.calls.get_mut(id).expect("live");
+                call.retry_cost = cost;
+                call.prev_wait = wait;
+                call.last_outcome = Some(outcome);
                 if wait == 0 {
                     self.send(id);
                 } else {
-                    self.q.schedule_in(wait, Event::Retry { intent: id });
+                    self.q.schedule_in(wait, Event::Retry { call: id });
                 }
             }
             Decision::Deny(reason) => {
-                if it.in_window {
+                if self.intents.get(call.intent).is_some_and(|it| it.in_window) {
                     *self.m.denials.entry(reason).or_insert(0) += 1;
                 }
                 self.trace(id, outcome, TraceDecision::Deny(reason));
@@ -173,7 +208,26 @@ impl World<'_> {
                 } else {
                     format!("{outcome} ({reason})")
                 };
-                self.finish(id, false, label);
+                self.call_finished(id, outcome, label);
+            }
+        }
+    }
+
+    /// A call has its final outcome: tell whoever waits for it.
+    pub(super) fn call_finished(&mut self, id: Id, outcome: Outcome, failure: String) {
+        let call = self.calls.remove(id).expect("live call");
+        let ok = outcome == Outcome::Ok;
+        match call.owner {
+            Owner::Client => self.finish(call.intent, ok, failure),
+            Owner::Parent(req) => self.child_done(req, outcome),
+            Owner::Relay => {
+                if let Some(it) = self.intents.get_mut(call.intent) {
+                    if !ok {
+                        it.lost += 1;
+                    }
+                    it.outstanding -= 1;
+                }
+                self.try_settle(call.intent);
             }
         }
     }

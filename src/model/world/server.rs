@@ -1,30 +1,16 @@
-//! The service's side: admission (faults, workers, queue, overload),
-//! execution and answers.
+//! The service's side: admission (faults, workers, queue, overload), its
+//! own work, releasing the worker, and answers (which faults may lose or
+//! reset).
 
 use super::*;
 
 impl World<'_> {
-    /// Key words identifying a request for random draws: (client, seq, edge, attempt).
-    pub(super) fn key_of(&self, req: &Request) -> [u64; 4] {
-        let it = self
-            .intents
-            .get(req.intent)
-            .expect("a request's intent lives until the request has left");
-        [
-            it.client as u64,
-            it.seq,
-            req.edge as u64,
-            req.attempt as u64,
-        ]
-    }
-
     pub(super) fn on_reach(&mut self, id: Id) {
         let now = self.q.now();
         let Some(req) = self.requests.get(id) else {
             return;
         };
-        let svc = req.service as usize;
-        let key = self.key_of(req);
+        let (svc, rkey) = (req.service as usize, req.rkey);
         if self.intents.get(req.intent).is_some_and(|it| it.in_window) {
             self.m.service_arrivals[svc] += 1;
         }
@@ -32,20 +18,15 @@ impl World<'_> {
             if f.target != svc || now < f.start || now >= f.end {
                 continue;
             }
-            match f.kind {
-                FaultKind::Error {
-                    status,
-                    probability,
-                    retry_after,
-                } => {
-                    let u =
-                        self.rng
-                            .unit(&[purpose::FAULT, key[0], key[1], key[2], key[3], fi as u64]);
-                    if u < probability {
-                        self.reply(id, Outcome::Status(status), retry_after);
-                        return;
-                    }
-                }
+            if let FaultKind::Error {
+                status,
+                probability,
+                retry_after,
+            } = f.kind
+                && self.rng.unit(&[purpose::FAULT, rkey, fi as u64]) < probability
+            {
+                self.reply(id, Outcome::Status(status), retry_after);
+                return;
             }
         }
         let spec = &self.s.services[svc];
@@ -74,33 +55,44 @@ impl World<'_> {
         self.m.service_state(svc, from, now, qlen, busy);
     }
 
-    pub(super) fn start(&mut self, id: Id) {
+    /// A request gets a worker: its own work starts (and, with optimistic
+    /// concurrency, it reads its row's version).
+    fn start(&mut self, id: Id) {
         let now = self.q.now();
         let req = self.requests.get(id).expect("live request");
         let svc = req.service as usize;
-        let key = self.key_of(req);
-        let demand = self.s.services[svc].service_time.sample(
-            &self.rng,
-            &[purpose::SERVICE, key[0], key[1], key[2], key[3]],
-        );
-        self.requests.get_mut(id).expect("live").demand = demand;
+        let demand = self.s.services[svc]
+            .service_time
+            .sample(&self.rng, &[purpose::SERVICE, req.rkey]);
+        let row = match self.s.services[svc].occ_rows {
+            Some(rows) => {
+                let it = self.intents.get(req.intent).expect("live intent");
+                (hash_words(0, &[purpose::ROW, it.client as u64, it.seq]) % rows as u64) as u32
+            }
+            None => 0,
+        };
+        let version = self.services[svc]
+            .versions
+            .get(row as usize)
+            .copied()
+            .unwrap_or(0);
+        let r = self.requests.get_mut(id).expect("live");
+        r.demand = demand;
+        r.executed = true;
+        r.row = row;
+        r.version = version;
         self.touch_service(svc, now);
         self.services[svc].busy += 1;
         self.q.schedule_in(demand, Event::Done { req: id });
     }
 
+    /// The request's own work is done: account it, then go on with its plan.
     pub(super) fn on_done(&mut self, id: Id) {
         let now = self.q.now();
         let req = self.requests.get(id).expect("a request in service is live");
         let (svc, demand, abandoned, intent) =
             (req.service as usize, req.demand, req.abandoned, req.intent);
-        self.touch_service(svc, now);
-        self.services[svc].busy -= 1;
-        let it = self.intents.get_mut(intent).expect("live intent");
-        if self.s.services[svc].commits.is_some() {
-            it.commits += 1;
-        }
-        if it.in_window {
+        if self.intents.get(intent).is_some_and(|it| it.in_window) {
             self.m.service_work_ns[svc] += demand as f64;
             if abandoned {
                 self.m.service_wasted_ns[svc] += demand as f64;
@@ -109,11 +101,21 @@ impl World<'_> {
         if abandoned {
             self.m.series.at(now).wasted[svc] += 1;
         }
-        self.reply(id, Outcome::Ok, None);
+        self.advance(id);
+    }
+
+    /// The request is finished at its service: the worker is released and
+    /// the answer sent.
+    pub(super) fn finish_request(&mut self, id: Id, outcome: Outcome) {
+        let now = self.q.now();
+        let svc = self.requests.get(id).expect("live request").service as usize;
+        self.touch_service(svc, now);
+        self.services[svc].busy -= 1;
+        self.reply(id, outcome, None);
         self.next_from_queue(svc);
     }
 
-    pub(super) fn next_from_queue(&mut self, svc: usize) {
+    fn next_from_queue(&mut self, svc: usize) {
         let now = self.q.now();
         while let Some(next) = self.services[svc].queue.front().copied() {
             self.touch_service(svc, now);
@@ -128,15 +130,43 @@ impl World<'_> {
         }
     }
 
-    /// Sends an answer back to the caller.
-    pub(super) fn reply(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
+    /// Sends an answer back to the caller. An executed request's answer may
+    /// be lost (`response_loss`) or turned into a reset (`reset`).
+    pub(super) fn reply(&mut self, id: Id, mut outcome: Outcome, retry_after: Option<Nanos>) {
+        let now = self.q.now();
         let req = self.requests.get(id).expect("live request");
-        let key = self.key_of(req);
-        let edge = req.edge as usize;
-        let lat = self.s.edges[edge].latency.sample(
-            &self.rng,
-            &[purpose::LATENCY_BACK, key[0], key[1], key[2], key[3]],
+        let (svc, rkey, edge, executed) = (
+            req.service as usize,
+            req.rkey,
+            req.edge as usize,
+            req.executed,
         );
+        if executed {
+            for (fi, f) in self.s.faults.iter().enumerate() {
+                if f.target != svc || now < f.start || now >= f.end {
+                    continue;
+                }
+                match f.kind {
+                    FaultKind::ResponseLoss { probability }
+                        if self.rng.unit(&[purpose::FAULT, rkey, fi as u64]) < probability =>
+                    {
+                        // The answer never arrives: the request stays until its
+                        // caller times out.
+                        self.requests.get_mut(id).expect("live").lost = true;
+                        return;
+                    }
+                    FaultKind::Reset { probability }
+                        if self.rng.unit(&[purpose::FAULT, rkey, fi as u64]) < probability =>
+                    {
+                        outcome = Outcome::Reset;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let lat = self.s.edges[edge]
+            .latency
+            .sample(&self.rng, &[purpose::LATENCY_BACK, rkey]);
         let r = self.requests.get_mut(id).expect("live");
         r.answer = outcome;
         r.retry_after = retry_after;

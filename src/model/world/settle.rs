@@ -1,45 +1,62 @@
 //! Ending intents: the client's report, the trace, and side effects counted
-//! once every request of the intent has left.
+//! once every request and relay of the intent has left.
 
 use super::*;
 
 impl World<'_> {
-    /// A request leaves the system: the intent may now be settled.
+    /// A request leaves the system: its intent may now be settled.
     pub(super) fn leave(&mut self, id: Id) {
         let Some(req) = self.requests.remove(id) else {
             return;
         };
-        let Some(it) = self.intents.get_mut(req.intent) else {
-            return;
-        };
-        it.outstanding -= 1;
-        if it.done && it.outstanding == 0 {
-            let it = self.intents.remove(req.intent).expect("live");
+        if let Some(it) = self.intents.get_mut(req.intent) {
+            it.outstanding -= 1;
+        }
+        self.try_settle(req.intent);
+    }
+
+    /// Frees an intent whose client has its answer and whose requests and
+    /// relays have all left, counting its side effects.
+    pub(super) fn try_settle(&mut self, id: Id) {
+        if self
+            .intents
+            .get(id)
+            .is_some_and(|it| it.done && it.outstanding == 0)
+        {
+            let it = self.intents.remove(id).expect("live");
             self.settle_effects(&it);
         }
     }
 
-    /// Records the current attempt of a traced intent.
+    /// Records the current attempt of a call of a traced intent.
     pub(super) fn trace(&mut self, id: Id, outcome: Outcome, decision: TraceDecision) {
-        let it = self.intents.get(id).expect("live intent");
+        let call = self.calls.get(id).expect("live call");
+        let it = self.intents.get(call.intent).expect("live intent");
         if !it.traced {
             return;
         }
-        let edge = self.s.clients[it.client as usize].edge as u32;
         let remaining_deadline =
-            (it.deadline_at != NEVER).then(|| it.deadline_at.saturating_sub(it.sent_at));
-        let (client, instance) = (it.client as usize, it.instance);
-        let budget = self.clients[client]
-            .budget(instance)
-            .and_then(|b| b.level());
+            (call.deadline_at != NEVER).then(|| call.deadline_at.saturating_sub(call.sent_at));
+        let budget = match call.owner {
+            Owner::Client => {
+                let (client, instance) = (it.client as usize, it.instance);
+                self.clients[client]
+                    .budget(instance)
+                    .and_then(|b| b.level())
+            }
+            _ => self.edges[call.edge as usize]
+                .budget
+                .as_ref()
+                .and_then(Budget::level),
+        };
         let record = TraceRecord {
             client: it.client,
             intent: it.seq,
-            edge,
-            attempt: it.attempts,
-            sent: it.sent_at,
-            wait: if it.attempts > 1 { it.prev_wait } else { 0 },
-            trigger: it.last_outcome,
+            edge: call.edge,
+            attempt: call.attempts,
+            sent: call.sent_at,
+            wait: if call.attempts > 1 { call.prev_wait } else { 0 },
+            trigger: call.last_outcome,
             remaining_deadline,
             outcome,
             decision,
@@ -55,8 +72,7 @@ impl World<'_> {
         it.done = true;
         it.ok = ok;
         let latency = now - it.arrived;
-        let (in_window, settled) = (it.in_window, it.outstanding == 0);
-        let (client, instance) = (it.client as usize, it.instance);
+        let (in_window, client, instance) = (it.in_window, it.client as usize, it.instance);
         if ok {
             self.m.series.record_success(now, latency);
         }
@@ -68,10 +84,7 @@ impl World<'_> {
                 *self.m.failures.entry(failure).or_insert(0) += 1;
             }
         }
-        if settled {
-            let it = self.intents.remove(id).expect("live");
-            self.settle_effects(&it);
-        }
+        self.try_settle(id);
         if matches!(
             self.s.clients[client].mode,
             crate::config::ClientMode::Closed { .. }
@@ -83,15 +96,32 @@ impl World<'_> {
 
     /// Counts an intent's side effects once all of its requests have left.
     pub(super) fn settle_effects(&mut self, it: &Intent) {
-        if !it.in_window || it.commits == 0 {
+        if !it.in_window {
             return;
         }
-        let op = self.s.clients[it.client as usize].operation;
-        if it.commits > 1 && !self.s.operations[op].idempotent {
+        self.m.lost_effects += it.lost as u64;
+        self.m.events_sent += it.events_sent as u64;
+        let mut duplicated = false;
+        let mut commits = 0u64;
+        for (k, &n) in it
+            .effects
+            .iter()
+            .enumerate()
+            .take(self.s.effect_kinds.len())
+        {
+            self.m.effects[k] += n as u64;
+            commits += n as u64;
+            if n > 1 {
+                duplicated = true;
+                self.m.effect_duplicates[k] += 1;
+                self.m.effect_extra[k] += n as u64 - 1;
+            }
+        }
+        if duplicated {
             self.m.duplicates += 1;
         }
         if !it.ok {
-            self.m.orphan_commits += it.commits as u64;
+            self.m.orphan_commits += commits;
         }
     }
 }

@@ -1,0 +1,106 @@
+//! `[[faults]]`: kinds, windows and targets.
+
+use super::{V, first_extra, not_yet};
+use crate::config::raw::FaultRaw;
+use crate::config::scenario::{FaultKind, FaultSpec, ServiceSpec};
+use crate::engine::NEVER;
+use crate::error::InputResult;
+use std::collections::HashSet;
+
+/// Validates the fault timeline.
+pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec]) -> InputResult<Vec<FaultSpec>> {
+    let mut faults = Vec::new();
+    let mut names = HashSet::new();
+    for (i, fr) in raw.iter().enumerate() {
+        let label = fr.name.clone().unwrap_or_else(|| i.to_string());
+        let field = format!("faults.{label}");
+        let f = |n: &str| format!("{field}.{n}");
+        if let Some(n) = &fr.name {
+            v.name(&f("name"), n)?;
+        }
+        if !names.insert(label.clone()) {
+            return Err(v.err(&f("name"), "fault names must be unique"));
+        }
+        let start = v.dur(&f("start"), fr.start.as_ref(), 0)?;
+        let length = v.dur(&f("duration"), fr.duration.as_ref(), NEVER)?;
+        let present = [
+            ("capacity", fr.capacity.is_some()),
+            ("status", fr.status.is_some()),
+            ("probability", fr.probability.is_some()),
+            ("retry_after", fr.retry_after.is_some()),
+            ("extra", fr.extra.is_some()),
+            ("restart_after", fr.restart_after.is_some()),
+        ];
+        let takes = |allowed: &[&str]| -> InputResult<()> {
+            match first_extra(&present, allowed) {
+                Some(extra) => Err(v.err(
+                    &f(extra),
+                    format!(
+                        "not a field of a {} fault (it takes {}, start, duration)",
+                        fr.kind,
+                        allowed.join(", ")
+                    ),
+                )),
+                None => Ok(()),
+            }
+        };
+        let kind = match fr.kind.as_str() {
+            "error" => {
+                takes(&["status", "probability", "retry_after"])?;
+                let retry_after = fr
+                    .retry_after
+                    .as_ref()
+                    .map(|s| v.dur(&f("retry_after"), Some(s), 0))
+                    .transpose()?;
+                FaultKind::Error {
+                    status: v.status(&f("status"), fr.status.as_ref(), 503)?,
+                    probability: v.prob(&f("probability"), fr.probability, 1.0)?,
+                    retry_after,
+                }
+            }
+            "response_loss" => {
+                takes(&["probability"])?;
+                FaultKind::ResponseLoss {
+                    probability: v.prob(&f("probability"), fr.probability, 1.0)?,
+                }
+            }
+            "reset" => {
+                takes(&["probability"])?;
+                FaultKind::Reset {
+                    probability: v.prob(&f("probability"), fr.probability, 1.0)?,
+                }
+            }
+            k @ ("outage" | "brownout" | "latency" | "crash" | "partition") => {
+                return Err(not_yet(v.file, &f("kind"), &format!("the \"{k}\" fault")));
+            }
+            other => {
+                return Err(v.err(
+                    &f("kind"),
+                    format!("unknown fault kind \"{other}\": allowed are error, response_loss, reset, outage, brownout, latency, crash, partition"),
+                ));
+            }
+        };
+        let target = services
+            .iter()
+            .position(|s| s.name == fr.target)
+            .ok_or_else(|| {
+                let names: Vec<&str> = services.iter().map(|s| s.name.as_str()).collect();
+                v.err(
+                    &f("target"),
+                    format!(
+                        "no service named \"{}\" (services: {})",
+                        fr.target,
+                        names.join(", ")
+                    ),
+                )
+            })?;
+        faults.push(FaultSpec {
+            name: label,
+            target,
+            start,
+            end: start.saturating_add(length),
+            kind,
+        });
+    }
+    Ok(faults)
+}

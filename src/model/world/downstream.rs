@@ -1,0 +1,202 @@
+//! A request's plan at its service after its own work: `before_commit`
+//! calls in order, the commit (with optimistic concurrency and consumer
+//! dedup), `after_commit` calls, outbox relays, then the answer. The worker
+//! is held throughout, as a thread-per-request server does.
+
+use super::*;
+
+/// Where a request is in its service's plan.
+enum Step {
+    /// Make downstream call `index` and wait for it.
+    Call(usize),
+    /// Commit.
+    Commit,
+    /// Everything done: answer `ok`.
+    Answer,
+}
+
+impl World<'_> {
+    fn step(&self, svc: usize, stage: usize) -> Step {
+        let plan = &self.services[svc].plan;
+        let before = plan.before.len();
+        if stage < before {
+            Step::Call(plan.before[stage])
+        } else if stage == before {
+            Step::Commit
+        } else if let Some(&i) = plan.after.get(stage - before - 1) {
+            Step::Call(i)
+        } else {
+            Step::Answer
+        }
+    }
+
+    /// Goes on with a request's plan until it waits for a call or answers.
+    pub(super) fn advance(&mut self, id: Id) {
+        loop {
+            let req = self.requests.get(id).expect("live request");
+            let svc = req.service as usize;
+            match self.step(svc, req.stage as usize) {
+                Step::Call(index) => {
+                    self.start_child(id, index);
+                    return;
+                }
+                Step::Commit => {
+                    if !self.commit(id) {
+                        // Another write landed since this request read its row.
+                        self.finish_request(id, Outcome::Status(412));
+                        return;
+                    }
+                    self.requests.get_mut(id).expect("live").stage += 1;
+                }
+                Step::Answer => {
+                    self.finish_request(id, Outcome::Ok);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A downstream call of request `id` finished with `outcome`.
+    pub(super) fn child_done(&mut self, id: Id, outcome: Outcome) {
+        let req = self
+            .requests
+            .get(id)
+            .expect("a request waiting for a call is live");
+        let (svc, stage, intent) = (req.service as usize, req.stage as usize, req.intent);
+        let before_commit = stage < self.services[svc].plan.before.len();
+        if outcome != Outcome::Ok {
+            if before_commit {
+                // No commit; the failure travels up (DESIGN §4).
+                let answer = match outcome {
+                    Outcome::Timeout => Outcome::Status(504),
+                    Outcome::Status(503) | Outcome::Status(429) => Outcome::Status(503),
+                    _ => Outcome::Status(502),
+                };
+                self.finish_request(id, answer);
+                return;
+            }
+            // after_commit: the answer stays ok, the effect is lost.
+            if let Some(it) = self.intents.get_mut(intent) {
+                it.lost += 1;
+            }
+        }
+        self.requests.get_mut(id).expect("live").stage += 1;
+        self.advance(id);
+    }
+
+    /// Makes downstream call `index` of request `id`'s service.
+    fn start_child(&mut self, id: Id, index: usize) {
+        let now = self.q.now();
+        let req = self.requests.get(id).expect("live request");
+        let s = self.s;
+        let spec = &s.services[req.service as usize].calls[index];
+        let intent = req.intent;
+        if !self.breaker_allows(Owner::Parent(id), spec.edge, intent) {
+            // An open breaker fails the call fast, as an overload answer.
+            self.child_done(id, Outcome::Status(503));
+            return;
+        }
+        let req = self.requests.get(id).expect("live request");
+        let own = if spec.policy.deadline == NEVER {
+            NEVER
+        } else {
+            now.saturating_add(spec.policy.deadline)
+        };
+        let deadline_at = if spec.propagate_deadline {
+            own.min(req.expires_at)
+        } else {
+            own
+        };
+        let call = Call {
+            intent: req.intent,
+            edge: spec.edge as u32,
+            owner: Owner::Parent(id),
+            operation: spec.operation.map_or(req.operation, |o| o as u32),
+            key_sent: match spec.key {
+                KeyMode::Forward => req.key_sent,
+                KeyMode::Derive => true,
+                KeyMode::None => false,
+            },
+            key: hash_words(req.rkey, &[purpose::CHILD, index as u64]),
+            deadline_at,
+            attempts: 0,
+            current: None,
+            prev_wait: 0,
+            sent_at: now,
+            last_outcome: None,
+            retry_cost: 0.0,
+        };
+        let call = self.calls.insert(call);
+        self.send(call);
+    }
+
+    /// Commits request `id` at its service: checks the row version
+    /// (optimistic concurrency), records the side effect (unless a
+    /// deduplicating consumer has applied this event already) and writes
+    /// the outbox. Returns false on a version conflict.
+    fn commit(&mut self, id: Id) -> bool {
+        let now = self.q.now();
+        let req = self.requests.get(id).expect("live request");
+        let svc = req.service as usize;
+        let spec = &self.s.services[svc];
+        if spec.occ_rows.is_some() {
+            let row = req.row as usize;
+            if self.services[svc].versions[row] != req.version {
+                return false;
+            }
+            self.services[svc].versions[row] += 1;
+        }
+        let (intent, rkey, operation, edge) = (
+            req.intent,
+            req.rkey,
+            req.operation as usize,
+            req.edge as usize,
+        );
+        let it = self.intents.get_mut(intent).expect("live intent");
+        if let Some(slot) = self.edges[edge].dedup_slot {
+            if it.applied & (1 << slot) != 0 {
+                // The consumer has this event id already: nothing to apply.
+                return true;
+            }
+            it.applied |= 1 << slot;
+        }
+        if let Some(kind) = spec.commits
+            && !self.s.operations[operation].idempotent
+        {
+            it.effects[kind] = it.effects[kind].saturating_add(1);
+        }
+        let outbox = self.services[svc].plan.outbox.clone();
+        for index in outbox {
+            let call = &spec.calls[index];
+            let it = self.intents.get_mut(intent).expect("live intent");
+            it.events_sent = it.events_sent.saturating_add(1);
+            it.outstanding += 1;
+            let key = hash_words(rkey, &[purpose::RELAY, index as u64]);
+            let deadline_at = if call.policy.deadline == NEVER {
+                NEVER
+            } else {
+                now.saturating_add(call.policy.deadline)
+            };
+            let relay = self.calls.insert(Call {
+                intent,
+                edge: call.edge as u32,
+                owner: Owner::Relay,
+                operation: call.operation.map_or(operation as u32, |o| o as u32),
+                key_sent: call.key != KeyMode::None,
+                key,
+                deadline_at,
+                attempts: 0,
+                current: None,
+                prev_wait: 0,
+                sent_at: now,
+                last_outcome: None,
+                retry_cost: 0.0,
+            });
+            let delay = call
+                .relay_delay
+                .sample(&self.rng, &[purpose::RELAY_DELAY, key]);
+            self.q.schedule_in(delay, Event::Retry { call: relay });
+        }
+        true
+    }
+}
