@@ -326,3 +326,77 @@ fn inline_policy_without_per_try_timeout_or_deadline() {
     );
     assert!(stderr.contains("per_try_timeout"), "{stderr}");
 }
+
+/// The minimal experiment with extra services appended.
+fn with_services(extra: &str) -> Case {
+    Case::with(&format!("{EXPERIMENT}{extra}"), POLICY)
+}
+
+#[test]
+fn a_cycle_in_the_call_graph() {
+    let case = Case::with(
+        &(EXPERIMENT.replacen(
+            "service_time = { dist = \"exp\", mean = \"5ms\" }\n",
+            "service_time = { dist = \"exp\", mean = \"5ms\" }\n[[services.calls]]\nto = \"db\"\n",
+            1,
+        ) + "\n[[services]]\nname = \"db\"\nservice_time = { dist = \"exp\", mean = \"1ms\" }\n[[services.calls]]\nto = \"api\"\n"),
+        POLICY,
+    );
+    let stderr = case.refused(&[]);
+    assert!(
+        stderr.contains("cycle") && stderr.contains("api -> db -> api"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{}: field `services.",
+            shown(&case.path("exp.toml"))
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_call_to_an_unknown_service() {
+    let case = with_services("[[services.calls]]\nto = \"payments\"\n");
+    let stderr = case.refused(&[]);
+    assert_names(
+        &stderr,
+        &case.path("exp.toml"),
+        "services.api.calls.payments.to",
+    );
+    assert!(stderr.contains("payments"), "{stderr}");
+}
+
+#[test]
+fn an_outbox_only_field_on_a_direct_call() {
+    let case = with_services(
+        "[[services.calls]]\nto = \"db\"\ndedup = true\n\n[[services]]\nname = \"db\"\nservice_time = { dist = \"const\", value = \"1ms\" }\n",
+    );
+    let stderr = case.refused(&[]);
+    assert_names(
+        &stderr,
+        &case.path("exp.toml"),
+        "services.api.calls.db.dedup",
+    );
+    assert!(stderr.contains("outbox"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_when_and_key_handling() {
+    let extra =
+        "\n[[services]]\nname = \"db\"\nservice_time = { dist = \"const\", value = \"1ms\" }\n";
+    for (line, field, allowed) in [
+        (
+            "when = \"later\"",
+            "services.api.calls.db.when",
+            "before_commit",
+        ),
+        ("key = \"random\"", "services.api.calls.db.key", "derive"),
+    ] {
+        let case = with_services(&format!("[[services.calls]]\nto = \"db\"\n{line}\n{extra}"));
+        let stderr = case.refused(&[]);
+        assert_names(&stderr, &case.path("exp.toml"), field);
+        assert!(stderr.contains(allowed), "{stderr}");
+    }
+}
