@@ -3,6 +3,7 @@
 //! engine's event queue.
 
 pub mod dist;
+pub mod ledger;
 pub mod slab;
 pub mod world;
 

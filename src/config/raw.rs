@@ -77,10 +77,22 @@ pub struct ServiceRaw {
     pub overload: Option<OverloadRaw>,
     pub rate_limit: Option<toml::Table>,
     pub commits: Option<String>,
-    pub idempotency: Option<toml::Table>,
+    pub idempotency: Option<LedgerRaw>,
     pub occ: Option<toml::Table>,
     #[serde(default)]
     pub calls: Vec<CallRaw>,
+}
+
+/// `idempotency = { store, ttl, in_progress, lease, atomic, record_delay }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerRaw {
+    pub store: Option<String>,
+    pub ttl: Option<String>,
+    pub in_progress: Option<String>,
+    pub lease: Option<String>,
+    pub atomic: Option<bool>,
+    pub record_delay: Option<String>,
 }
 
 /// `[[services.calls]]`.

@@ -47,6 +47,8 @@ pub struct ClientSpec {
     pub operation: usize,
     pub policy: Policy,
     pub idempotency_key: bool,
+    /// Share of intents that reuse an earlier intent's key with another body.
+    pub key_reuse_rate: f64,
     /// The edge this client's attempts travel on.
     pub edge: usize,
 }
@@ -131,6 +133,26 @@ pub struct ServiceSpec {
     pub occ_rows: Option<u32>,
     /// Downstream calls, in file order.
     pub calls: Vec<CallSpec>,
+    /// The idempotency ledger, if any.
+    pub ledger: Option<LedgerSpec>,
+}
+
+/// A service's idempotency ledger (DESIGN §4).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LedgerSpec {
+    /// Survives a crash (`durable`) or not (`memory`).
+    pub durable: bool,
+    /// Records expire this long after they were created.
+    pub ttl: Nanos,
+    /// A duplicate of a request in progress waits for it (else gets 409).
+    pub wait: bool,
+    /// A placeholder older than this is recovered by the next request;
+    /// `NEVER` = never recovered.
+    pub lease: Nanos,
+    /// The record is written in the same transaction as the business write.
+    pub atomic: bool,
+    /// Non-atomic: how long after the business write the record is written.
+    pub record_delay: Nanos,
 }
 
 /// A downstream call a service makes while handling a request.
@@ -197,6 +219,10 @@ pub enum FaultKind {
     /// The work executes (and commits), then the connection is reset: the
     /// caller sees `reset` instead of the answer.
     Reset { probability: f64 },
+    /// At `start` the service crashes: requests in it are reset, a memory
+    /// ledger is emptied, and arrivals get connect errors until it is back
+    /// `restart_after` later (the fault window's end).
+    Crash,
 }
 
 impl FaultKind {
@@ -206,6 +232,7 @@ impl FaultKind {
             FaultKind::Error { .. } => "error",
             FaultKind::ResponseLoss { .. } => "response_loss",
             FaultKind::Reset { .. } => "reset",
+            FaultKind::Crash => "crash",
         }
     }
 }

@@ -416,9 +416,9 @@ pub fn scenario(
                 operations.len() - 1
             }
         };
-        let key_reuse = v.prob(&f("key_reuse_rate"), c.key_reuse_rate, 0.0)?;
-        if key_reuse > 0.0 {
-            return Err(not_yet(file, &f("key_reuse_rate"), "key reuse"));
+        let key_reuse_rate = v.prob(&f("key_reuse_rate"), c.key_reuse_rate, 0.0)?;
+        if key_reuse_rate > 0.0 && !c.idempotency_key.unwrap_or(false) {
+            return Err(v.err(&f("key_reuse_rate"), "key reuse needs idempotency_key = true"));
         }
         let policy = match &c.policy {
             None => crate::policy::Policy::default(),
@@ -440,6 +440,7 @@ pub fn scenario(
             operation,
             policy,
             idempotency_key: c.idempotency_key.unwrap_or(false),
+            key_reuse_rate,
             edge: edges.len(),
         };
         if spec.stateful_instances() > 1_000_000 {
@@ -562,9 +563,10 @@ fn service(
             "service-side rate limiting",
         ));
     }
-    if s.idempotency.is_some() {
-        return Err(not_yet(v.file, &f("idempotency"), "the idempotency ledger"));
-    }
+    let ledger = match &s.idempotency {
+        None => None,
+        Some(l) => Some(ledger(v, l, &f("idempotency"))?),
+    };
     let occ_rows = match &s.occ {
         None => None,
         Some(t) => {
@@ -604,7 +606,34 @@ fn service(
         commits,
         occ_rows,
         calls: Vec::new(),
+        ledger,
     })
+}
+
+/// `idempotency = { … }`: defaults durable, 24h, conflict, 30s lease, atomic, 5ms.
+fn ledger(v: &V, l: &LedgerRaw, field: &str) -> InputResult<LedgerSpec> {
+    let f = |n: &str| format!("{field}.{n}");
+    let durable = match l.store.as_deref().unwrap_or("durable") {
+        "durable" => true,
+        "memory" => false,
+        other => return Err(v.err(&f("store"), format!("unknown store \"{other}\": allowed are durable, memory"))),
+    };
+    let wait = match l.in_progress.as_deref().unwrap_or("conflict") {
+        "conflict" => false,
+        "wait" => true,
+        other => return Err(v.err(&f("in_progress"), format!("unknown in_progress \"{other}\": allowed are conflict (answer 409), wait"))),
+    };
+    let ttl = v.positive_dur(&f("ttl"), l.ttl.as_ref(), 86_400_000_000_000)?;
+    let lease = v.positive_dur(&f("lease"), l.lease.as_ref(), 30_000_000_000)?;
+    let atomic = l.atomic.unwrap_or(true);
+    if atomic && l.record_delay.is_some() {
+        return Err(v.err(&f("record_delay"), "only used with atomic = false"));
+    }
+    let record_delay = v.dur(&f("record_delay"), l.record_delay.as_ref(), 5_000_000)?;
+    if record_delay == NEVER {
+        return Err(v.err(&f("record_delay"), "must be finite"));
+    }
+    Ok(LedgerSpec { durable, ttl, wait, lease, atomic, record_delay })
 }
 
 /// `rate = "800/s"` or `rate = [{ at = "0s", rate = "800/s" }, …]`.

@@ -1,0 +1,232 @@
+//! The idempotency ledger of one service (DESIGN §4): records keyed by
+//! (caller class, operation, key) with the request's fingerprint, the
+//! state machine absent → placeholder → completed, replay, 422 on another
+//! body, 409 or wait while in progress, expiry after `ttl` and recovery of
+//! placeholders older than the lease. Memory is bounded by the records
+//! created within one `ttl`.
+
+use crate::config::LedgerSpec;
+use crate::engine::{NEVER, Nanos};
+use crate::policy::Outcome;
+use std::collections::{HashMap, VecDeque};
+
+/// What the ledger says about an arriving request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// No record: a placeholder was written; execute.
+    Execute,
+    /// A placeholder older than the lease was taken over; execute again.
+    Recover,
+    /// Completed with the same fingerprint: answer the stored result.
+    Replay(Outcome),
+    /// The key was used with another body: 422.
+    Reject,
+    /// In progress: 409.
+    Conflict,
+    /// In progress, and the ledger holds duplicates until it completes.
+    Wait,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    InProgress { since: Nanos },
+    Completed { answer: Outcome },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    fingerprint: u64,
+    state: State,
+    /// Distinguishes a record from an earlier one with the same key in the expiry queue.
+    generation: u64,
+}
+
+/// One service's ledger.
+#[derive(Debug)]
+pub struct Ledger {
+    spec: LedgerSpec,
+    records: HashMap<u64, Record>,
+    /// (expiry time, key, generation), in creation order.
+    expiry: VecDeque<(Nanos, u64, u64)>,
+    next_generation: u64,
+    /// The most records held at once.
+    pub peak: usize,
+}
+
+impl Ledger {
+    /// An empty ledger.
+    pub fn new(spec: LedgerSpec) -> Self {
+        Self { spec, records: HashMap::new(), expiry: VecDeque::new(), next_generation: 0, peak: 0 }
+    }
+
+    /// The ledger's configuration.
+    pub fn spec(&self) -> &LedgerSpec {
+        &self.spec
+    }
+
+    fn purge(&mut self, now: Nanos) {
+        while let Some(&(at, key, generation)) = self.expiry.front() {
+            if at > now {
+                break;
+            }
+            self.expiry.pop_front();
+            if self.records.get(&key).is_some_and(|r| r.generation == generation) {
+                self.records.remove(&key);
+            }
+        }
+    }
+
+    fn place(&mut self, now: Nanos, key: u64, fingerprint: u64) {
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        self.records.insert(key, Record { fingerprint, state: State::InProgress { since: now }, generation });
+        self.expiry.push_back((now.saturating_add(self.spec.ttl), key, generation));
+        self.peak = self.peak.max(self.records.len());
+    }
+
+    /// Looks up `key` for a request whose body has `fingerprint`, writing a
+    /// placeholder when the request is to execute.
+    pub fn lookup(&mut self, now: Nanos, key: u64, fingerprint: u64) -> Lookup {
+        self.purge(now);
+        let Some(record) = self.records.get_mut(&key) else {
+            self.place(now, key, fingerprint);
+            return Lookup::Execute;
+        };
+        if record.fingerprint != fingerprint {
+            return Lookup::Reject;
+        }
+        match record.state {
+            State::Completed { answer } => Lookup::Replay(answer),
+            State::InProgress { since } => {
+                if self.spec.lease != NEVER && now.saturating_sub(since) >= self.spec.lease {
+                    record.state = State::InProgress { since: now };
+                    Lookup::Recover
+                } else if self.spec.wait {
+                    Lookup::Wait
+                } else {
+                    Lookup::Conflict
+                }
+            }
+        }
+    }
+
+    /// The request holding `key`'s placeholder finished with `answer`.
+    /// Returns whether a placeholder was completed.
+    pub fn complete(&mut self, key: u64, answer: Outcome) -> bool {
+        match self.records.get_mut(&key) {
+            Some(r) if matches!(r.state, State::InProgress { .. }) => {
+                r.state = State::Completed { answer };
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The request holding `key`'s placeholder failed without committing:
+    /// the placeholder goes, so a retry executes afresh.
+    pub fn abandon(&mut self, key: u64) {
+        if self.records.get(&key).is_some_and(|r| matches!(r.state, State::InProgress { .. })) {
+            self.records.remove(&key);
+        }
+    }
+
+    /// The service crashed: a memory store loses everything.
+    pub fn crash(&mut self) {
+        if !self.spec.durable {
+            self.records.clear();
+            self.expiry.clear();
+        }
+    }
+
+    /// Placeholders still in progress past their lease at `now` (all of
+    /// them with a lease of "never").
+    pub fn stuck(&self, now: Nanos) -> u64 {
+        self.records
+            .values()
+            .filter(|r| match r.state {
+                State::InProgress { since } => self.spec.lease == NEVER || now.saturating_sub(since) > self.spec.lease,
+                State::Completed { .. } => false,
+            })
+            .count() as u64
+    }
+
+    /// Records held now.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether the ledger holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Nanos = 1_000_000_000;
+
+    fn spec() -> LedgerSpec {
+        LedgerSpec { durable: true, ttl: 100 * S, wait: false, lease: 10 * S, atomic: true, record_delay: 0 }
+    }
+
+    #[test]
+    fn the_state_machine() {
+        let mut l = Ledger::new(spec());
+        assert_eq!(l.lookup(0, 7, 1), Lookup::Execute);
+        assert_eq!(l.lookup(S, 7, 1), Lookup::Conflict, "in progress");
+        assert_eq!(l.lookup(S, 7, 2), Lookup::Reject, "another body");
+        assert!(l.complete(7, Outcome::Ok));
+        assert_eq!(l.lookup(2 * S, 7, 1), Lookup::Replay(Outcome::Ok));
+        assert_eq!(l.lookup(2 * S, 7, 9), Lookup::Reject, "never the old result for another body");
+    }
+
+    #[test]
+    fn stale_placeholders_are_recovered_after_the_lease_and_records_expire() {
+        let mut l = Ledger::new(spec());
+        assert_eq!(l.lookup(0, 1, 1), Lookup::Execute);
+        assert_eq!(l.lookup(9 * S, 1, 1), Lookup::Conflict);
+        assert_eq!(l.stuck(11 * S), 1);
+        assert_eq!(l.lookup(10 * S, 1, 1), Lookup::Recover);
+        assert_eq!(l.stuck(11 * S), 0, "the recovery renewed it");
+        l.complete(1, Outcome::Ok);
+        // After the ttl the key is new again.
+        assert_eq!(l.lookup(100 * S, 1, 1), Lookup::Execute);
+        assert_eq!(l.len(), 1);
+    }
+
+    #[test]
+    fn never_leases_stick_and_wait_holds_duplicates() {
+        let mut l = Ledger::new(LedgerSpec { lease: NEVER, wait: true, ..spec() });
+        assert_eq!(l.lookup(0, 3, 1), Lookup::Execute);
+        assert_eq!(l.lookup(99 * S, 3, 1), Lookup::Wait);
+        assert_eq!(l.stuck(50 * S), 1);
+        l.abandon(3);
+        assert_eq!(l.lookup(50 * S, 3, 1), Lookup::Execute, "a failed execution leaves no record");
+    }
+
+    #[test]
+    fn a_crash_empties_only_a_memory_store() {
+        let mut durable = Ledger::new(spec());
+        let mut memory = Ledger::new(LedgerSpec { durable: false, ..spec() });
+        for l in [&mut durable, &mut memory] {
+            l.lookup(0, 5, 1);
+            l.complete(5, Outcome::Ok);
+            l.crash();
+        }
+        assert_eq!(durable.lookup(S, 5, 1), Lookup::Replay(Outcome::Ok));
+        assert_eq!(memory.lookup(S, 5, 1), Lookup::Execute);
+    }
+
+    #[test]
+    fn memory_is_bounded_by_the_ttl_window() {
+        let mut l = Ledger::new(LedgerSpec { ttl: 10 * S, ..spec() });
+        for i in 0..10_000u64 {
+            let now = i * S / 10; // 10 keys per second
+            assert_eq!(l.lookup(now, i, 1), Lookup::Execute);
+            l.complete(i, Outcome::Ok);
+        }
+        assert!(l.peak <= 101, "peak {}", l.peak);
+    }
+}
