@@ -12,7 +12,7 @@ pub use timeseries::{BinRow, TimeSeries};
 pub use trace::{TraceDecision, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5).
-pub const METRICS: [&str; 17] = [
+pub const METRICS: [&str; 23] = [
     "intents",
     "success_rate",
     "goodput_per_s",
@@ -30,6 +30,12 @@ pub const METRICS: [&str; 17] = [
     "recovery_time_s",
     "recovered_fraction",
     "outbox_events_per_intent",
+    "ledger_replays",
+    "ledger_409",
+    "ledger_422",
+    "ledger_recoveries",
+    "stuck_placeholders",
+    "deadline_overruns",
 ];
 
 /// Metrics per call edge.

@@ -418,7 +418,10 @@ pub fn scenario(
         };
         let key_reuse_rate = v.prob(&f("key_reuse_rate"), c.key_reuse_rate, 0.0)?;
         if key_reuse_rate > 0.0 && !c.idempotency_key.unwrap_or(false) {
-            return Err(v.err(&f("key_reuse_rate"), "key reuse needs idempotency_key = true"));
+            return Err(v.err(
+                &f("key_reuse_rate"),
+                "key reuse needs idempotency_key = true",
+            ));
         }
         let policy = match &c.policy {
             None => crate::policy::Policy::default(),
@@ -616,12 +619,22 @@ fn ledger(v: &V, l: &LedgerRaw, field: &str) -> InputResult<LedgerSpec> {
     let durable = match l.store.as_deref().unwrap_or("durable") {
         "durable" => true,
         "memory" => false,
-        other => return Err(v.err(&f("store"), format!("unknown store \"{other}\": allowed are durable, memory"))),
+        other => {
+            return Err(v.err(
+                &f("store"),
+                format!("unknown store \"{other}\": allowed are durable, memory"),
+            ));
+        }
     };
     let wait = match l.in_progress.as_deref().unwrap_or("conflict") {
         "conflict" => false,
         "wait" => true,
-        other => return Err(v.err(&f("in_progress"), format!("unknown in_progress \"{other}\": allowed are conflict (answer 409), wait"))),
+        other => {
+            return Err(v.err(
+                &f("in_progress"),
+                format!("unknown in_progress \"{other}\": allowed are conflict (answer 409), wait"),
+            ));
+        }
     };
     let ttl = v.positive_dur(&f("ttl"), l.ttl.as_ref(), 86_400_000_000_000)?;
     let lease = v.positive_dur(&f("lease"), l.lease.as_ref(), 30_000_000_000)?;
@@ -633,7 +646,14 @@ fn ledger(v: &V, l: &LedgerRaw, field: &str) -> InputResult<LedgerSpec> {
     if record_delay == NEVER {
         return Err(v.err(&f("record_delay"), "must be finite"));
     }
-    Ok(LedgerSpec { durable, ttl, wait, lease, atomic, record_delay })
+    Ok(LedgerSpec {
+        durable,
+        ttl,
+        wait,
+        lease,
+        atomic,
+        record_delay,
+    })
 }
 
 /// `rate = "800/s"` or `rate = [{ at = "0s", rate = "800/s" }, …]`.

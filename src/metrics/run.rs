@@ -30,6 +30,15 @@ pub struct RunCollector {
     pub orphan_commits: u64,
     /// Effects intents should have caused and did not.
     pub lost_effects: u64,
+    /// Idempotency ledgers: answers replayed, 409s, 422s, placeholders
+    /// recovered, and placeholders in progress past their lease at the end.
+    pub ledger_replays: u64,
+    pub ledger_conflicts: u64,
+    pub ledger_rejects: u64,
+    pub ledger_recoveries: u64,
+    pub stuck_placeholders: u64,
+    /// Intents that ended after their client's deadline.
+    pub deadline_overruns: u64,
     /// Outbox events written.
     pub events_sent: u64,
     /// Per side-effect kind: commits, intents with more than one, and the extra ones.
@@ -64,6 +73,12 @@ impl RunCollector {
             duplicates: 0,
             orphan_commits: 0,
             lost_effects: 0,
+            ledger_replays: 0,
+            ledger_conflicts: 0,
+            ledger_rejects: 0,
+            ledger_recoveries: 0,
+            stuck_placeholders: 0,
+            deadline_overruns: 0,
             events_sent: 0,
             effects: vec![0; s.effect_kinds.len()],
             effect_duplicates: vec![0; s.effect_kinds.len()],
@@ -130,6 +145,24 @@ impl RunCollector {
         put(
             "outbox_events_per_intent",
             per_intent(self.events_sent as f64),
+        );
+        let ledgers = s.services.iter().any(|sv| sv.ledger.is_some());
+        for (k, v) in [
+            ("ledger_replays", self.ledger_replays),
+            ("ledger_409", self.ledger_conflicts),
+            ("ledger_422", self.ledger_rejects),
+            ("ledger_recoveries", self.ledger_recoveries),
+            ("stuck_placeholders", self.stuck_placeholders),
+        ] {
+            put(k, ledgers.then_some(v as f64));
+        }
+        let deadlines = s
+            .clients
+            .iter()
+            .any(|c| c.policy.deadline != crate::engine::NEVER);
+        put(
+            "deadline_overruns",
+            deadlines.then_some(self.deadline_overruns as f64),
         );
         let budgeted = s.clients.iter().any(|c| c.policy.budget.is_some());
         let denied = self.denials.get(&DenyReason::Budget).copied().unwrap_or(0);

@@ -56,7 +56,13 @@ pub struct Ledger {
 impl Ledger {
     /// An empty ledger.
     pub fn new(spec: LedgerSpec) -> Self {
-        Self { spec, records: HashMap::new(), expiry: VecDeque::new(), next_generation: 0, peak: 0 }
+        Self {
+            spec,
+            records: HashMap::new(),
+            expiry: VecDeque::new(),
+            next_generation: 0,
+            peak: 0,
+        }
     }
 
     /// The ledger's configuration.
@@ -70,7 +76,11 @@ impl Ledger {
                 break;
             }
             self.expiry.pop_front();
-            if self.records.get(&key).is_some_and(|r| r.generation == generation) {
+            if self
+                .records
+                .get(&key)
+                .is_some_and(|r| r.generation == generation)
+            {
                 self.records.remove(&key);
             }
         }
@@ -79,8 +89,16 @@ impl Ledger {
     fn place(&mut self, now: Nanos, key: u64, fingerprint: u64) {
         let generation = self.next_generation;
         self.next_generation += 1;
-        self.records.insert(key, Record { fingerprint, state: State::InProgress { since: now }, generation });
-        self.expiry.push_back((now.saturating_add(self.spec.ttl), key, generation));
+        self.records.insert(
+            key,
+            Record {
+                fingerprint,
+                state: State::InProgress { since: now },
+                generation,
+            },
+        );
+        self.expiry
+            .push_back((now.saturating_add(self.spec.ttl), key, generation));
         self.peak = self.peak.max(self.records.len());
     }
 
@@ -125,7 +143,11 @@ impl Ledger {
     /// The request holding `key`'s placeholder failed without committing:
     /// the placeholder goes, so a retry executes afresh.
     pub fn abandon(&mut self, key: u64) {
-        if self.records.get(&key).is_some_and(|r| matches!(r.state, State::InProgress { .. })) {
+        if self
+            .records
+            .get(&key)
+            .is_some_and(|r| matches!(r.state, State::InProgress { .. }))
+        {
             self.records.remove(&key);
         }
     }
@@ -144,7 +166,9 @@ impl Ledger {
         self.records
             .values()
             .filter(|r| match r.state {
-                State::InProgress { since } => self.spec.lease == NEVER || now.saturating_sub(since) > self.spec.lease,
+                State::InProgress { since } => {
+                    self.spec.lease == NEVER || now.saturating_sub(since) > self.spec.lease
+                }
                 State::Completed { .. } => false,
             })
             .count() as u64
@@ -168,7 +192,14 @@ mod tests {
     const S: Nanos = 1_000_000_000;
 
     fn spec() -> LedgerSpec {
-        LedgerSpec { durable: true, ttl: 100 * S, wait: false, lease: 10 * S, atomic: true, record_delay: 0 }
+        LedgerSpec {
+            durable: true,
+            ttl: 100 * S,
+            wait: false,
+            lease: 10 * S,
+            atomic: true,
+            record_delay: 0,
+        }
     }
 
     #[test]
@@ -179,7 +210,11 @@ mod tests {
         assert_eq!(l.lookup(S, 7, 2), Lookup::Reject, "another body");
         assert!(l.complete(7, Outcome::Ok));
         assert_eq!(l.lookup(2 * S, 7, 1), Lookup::Replay(Outcome::Ok));
-        assert_eq!(l.lookup(2 * S, 7, 9), Lookup::Reject, "never the old result for another body");
+        assert_eq!(
+            l.lookup(2 * S, 7, 9),
+            Lookup::Reject,
+            "never the old result for another body"
+        );
     }
 
     #[test]
@@ -198,18 +233,29 @@ mod tests {
 
     #[test]
     fn never_leases_stick_and_wait_holds_duplicates() {
-        let mut l = Ledger::new(LedgerSpec { lease: NEVER, wait: true, ..spec() });
+        let mut l = Ledger::new(LedgerSpec {
+            lease: NEVER,
+            wait: true,
+            ..spec()
+        });
         assert_eq!(l.lookup(0, 3, 1), Lookup::Execute);
         assert_eq!(l.lookup(99 * S, 3, 1), Lookup::Wait);
         assert_eq!(l.stuck(50 * S), 1);
         l.abandon(3);
-        assert_eq!(l.lookup(50 * S, 3, 1), Lookup::Execute, "a failed execution leaves no record");
+        assert_eq!(
+            l.lookup(50 * S, 3, 1),
+            Lookup::Execute,
+            "a failed execution leaves no record"
+        );
     }
 
     #[test]
     fn a_crash_empties_only_a_memory_store() {
         let mut durable = Ledger::new(spec());
-        let mut memory = Ledger::new(LedgerSpec { durable: false, ..spec() });
+        let mut memory = Ledger::new(LedgerSpec {
+            durable: false,
+            ..spec()
+        });
         for l in [&mut durable, &mut memory] {
             l.lookup(0, 5, 1);
             l.complete(5, Outcome::Ok);
@@ -221,7 +267,10 @@ mod tests {
 
     #[test]
     fn memory_is_bounded_by_the_ttl_window() {
-        let mut l = Ledger::new(LedgerSpec { ttl: 10 * S, ..spec() });
+        let mut l = Ledger::new(LedgerSpec {
+            ttl: 10 * S,
+            ..spec()
+        });
         for i in 0..10_000u64 {
             let now = i * S / 10; // 10 keys per second
             assert_eq!(l.lookup(now, i, 1), Lookup::Execute);

@@ -7,6 +7,7 @@
 //! the client's call, a service's downstream call, an outbox relay) and
 //! *requests* (one attempt of a call, from send until it leaves the system).
 
+use super::ledger::{Ledger, Lookup};
 use super::{Id, Slab};
 use crate::config::validate::MAX_EFFECT_KINDS;
 use crate::config::{Caller, FaultKind, KeyMode, Scenario, When};
@@ -17,11 +18,12 @@ use crate::policy::breaker::Breaker;
 use crate::policy::budget::{Budget, BudgetScope};
 use crate::policy::decision::attempt_timeout;
 use crate::policy::{Decision, DenyReason, Outcome, RetryContext, decide};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 mod arrivals;
 mod caller;
 mod downstream;
+mod idempotency;
 mod server;
 mod settle;
 
@@ -41,6 +43,10 @@ mod purpose {
     pub const CHILD: u64 = 20;
     pub const RELAY: u64 = 21;
     pub const ROW: u64 = 22;
+    pub const KEY: u64 = 23;
+    pub const BODY: u64 = 24;
+    pub const REUSE: u64 = 12;
+    pub const SCOPE: u64 = 25;
 }
 
 /// The `instance` of an open-loop arrival: drawn when the intent arrives.
@@ -62,6 +68,10 @@ enum Event {
     Expire { req: Id },
     /// A wait is over (backoff, or an outbox relay's pickup): send the next attempt.
     Retry { call: Id },
+    /// A `crash` fault hits its service.
+    Crash { fault: u32 },
+    /// A non-atomic ledger writes its record, `record_delay` after the business write.
+    RecordWrite { write: Id },
 }
 
 struct Intent {
@@ -85,6 +95,9 @@ struct Intent {
     events_sent: u16,
     /// Outbox slots whose event a deduplicating consumer has applied.
     applied: u32,
+    /// The idempotency key the client uses for it (another intent's when the
+    /// client reuses keys).
+    key: u64,
 }
 
 /// Who is waiting for a call's result.
@@ -104,7 +117,9 @@ struct Call {
     edge: u32,
     owner: Owner,
     operation: u32,
-    key_sent: bool,
+    /// The idempotency key it sends, if any, and its body's fingerprint.
+    idem_key: Option<u64>,
+    fingerprint: u64,
     /// Base of the random keys of this call's attempts.
     key: u64,
     deadline_at: Nanos,
@@ -128,7 +143,10 @@ struct Request {
     edge: u32,
     service: u32,
     operation: u32,
-    key_sent: bool,
+    idem_key: Option<u64>,
+    fingerprint: u64,
+    /// The ledger record (scope key) whose placeholder this request holds.
+    ledger_key: Option<u64>,
     /// Random key of this attempt.
     rkey: u64,
     /// When its caller gives up on it.
@@ -138,6 +156,12 @@ struct Request {
     executed: bool,
     /// Its answer was lost: it leaves when its caller times out.
     lost: bool,
+    /// It holds a worker (or waits in the ledger) at its service.
+    at_service: bool,
+    /// Its service crashed while it was there: ignore what is left of its work.
+    killed: bool,
+    /// Its business write happened.
+    committed: bool,
     demand: Nanos,
     /// Progress through the service's plan (downstream calls, commit).
     stage: u16,
@@ -162,6 +186,20 @@ struct ServiceState {
     /// OCC row versions.
     versions: Vec<u64>,
     plan: Plan,
+    ledger: Option<Ledger>,
+    /// Duplicates held until the request in progress finishes (`in_progress = "wait"`).
+    waiters: HashMap<u64, Vec<Id>>,
+    /// Crashed: arrivals get connect errors until then.
+    down_until: Nanos,
+    /// Crashes so far (a record write from before a crash is lost).
+    epoch: u32,
+}
+
+/// A non-atomic ledger's record write in flight.
+struct PendingWrite {
+    service: u32,
+    key: u64,
+    epoch: u32,
 }
 
 struct ClientState {
@@ -216,6 +254,7 @@ pub struct World<'s> {
     intents: Slab<Intent>,
     calls: Slab<Call>,
     requests: Slab<Request>,
+    writes: Slab<PendingWrite>,
     services: Vec<ServiceState>,
     clients: Vec<ClientState>,
     edges: Vec<EdgeState>,
@@ -287,6 +326,10 @@ impl<'s> World<'s> {
                         after: phase(When::AfterCommit),
                         outbox: phase(When::Outbox),
                     },
+                    ledger: spec.ledger.map(Ledger::new),
+                    waiters: HashMap::new(),
+                    down_until: 0,
+                    epoch: 0,
                 }
             })
             .collect();
@@ -322,6 +365,7 @@ impl<'s> World<'s> {
             intents: Slab::default(),
             calls: Slab::default(),
             requests: Slab::default(),
+            writes: Slab::default(),
             services,
             clients,
             edges,
@@ -330,6 +374,11 @@ impl<'s> World<'s> {
         };
         for c in 0..s.clients.len() {
             w.schedule_first_arrivals(c);
+        }
+        for (i, f) in s.faults.iter().enumerate() {
+            if f.kind == FaultKind::Crash {
+                w.q.schedule_at(f.start, Event::Crash { fault: i as u32 });
+            }
         }
         w
     }
@@ -351,10 +400,17 @@ impl<'s> World<'s> {
                 Event::Reply { req } => self.on_reply(req),
                 Event::Expire { req } => self.on_expire(req),
                 Event::Retry { call } => self.send(call),
+                Event::Crash { fault } => self.on_crash(fault as usize),
+                Event::RecordWrite { write } => self.on_record_write(write),
             }
         }
         let end = self.q.now().max(self.s.duration);
         self.close(end);
+        for st in &self.services {
+            if let Some(l) = &st.ledger {
+                self.m.stuck_placeholders += l.stuck(end);
+            }
+        }
         let events = self.q.events_processed();
         self.m.finish(self.s, end, events)
     }

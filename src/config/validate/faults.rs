@@ -75,14 +75,25 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec]) -> InputResult<
                 if fr.duration.is_some() {
                     return Err(v.err(&f("duration"), "a crash happens at `start`; say how long the service is down with `restart_after`"));
                 }
-                let down = v.positive_dur(&f("restart_after"), fr.restart_after.as_ref(), 0).map_err(|_| {
-                    v.err(&f("restart_after"), "required: how long the service is down, such as \"5s\"")
-                })?;
+                let down = v
+                    .positive_dur(&f("restart_after"), fr.restart_after.as_ref(), 0)
+                    .map_err(|_| {
+                        v.err(
+                            &f("restart_after"),
+                            "required: how long the service is down, such as \"5s\"",
+                        )
+                    })?;
                 if down == NEVER {
                     return Err(v.err(&f("restart_after"), "must be finite"));
                 }
                 let target = target_of(v, services, &fr.target, &f("target"))?;
-                faults.push(FaultSpec { name: label, target, start, end: start.saturating_add(down), kind: FaultKind::Crash });
+                faults.push(FaultSpec {
+                    name: label,
+                    target,
+                    start,
+                    end: start.saturating_add(down),
+                    kind: FaultKind::Crash,
+                });
                 continue;
             }
             k @ ("outage" | "brownout" | "latency" | "partition") => {
@@ -110,6 +121,12 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec]) -> InputResult<
 fn target_of(v: &V, services: &[ServiceSpec], name: &str, field: &str) -> InputResult<usize> {
     services.iter().position(|s| s.name == name).ok_or_else(|| {
         let names: Vec<&str> = services.iter().map(|s| s.name.as_str()).collect();
-        v.err(field, format!("no service named \"{name}\" (services: {})", names.join(", ")))
+        v.err(
+            field,
+            format!(
+                "no service named \"{name}\" (services: {})",
+                names.join(", ")
+            ),
+        )
     })
 }

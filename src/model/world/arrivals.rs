@@ -110,6 +110,15 @@ impl World<'_> {
             ClientMode::Burst { .. } => (instance as u64, instance),
         };
         let in_window = self.m.in_window(now);
+        // A client that reuses keys (a bug) sends an earlier intent's key with its own body.
+        let reuse = spec.key_reuse_rate > 0.0
+            && seq > 0
+            && self.rng.unit(&[purpose::REUSE, c as u64, seq]) < spec.key_reuse_rate;
+        let key = hash_words(
+            0,
+            &[purpose::KEY, c as u64, if reuse { seq - 1 } else { seq }],
+        );
+        let fingerprint = hash_words(0, &[purpose::BODY, c as u64, seq]);
         let intent = self.intents.insert(Intent {
             client: c as u32,
             seq,
@@ -125,6 +134,7 @@ impl World<'_> {
             lost: 0,
             events_sent: 0,
             applied: 0,
+            key,
         });
         if in_window {
             self.m.intents += 1;
@@ -148,7 +158,8 @@ impl World<'_> {
                 edge: spec.edge as u32,
                 owner: Owner::Client,
                 operation: spec.operation as u32,
-                key_sent: spec.idempotency_key,
+                idem_key: spec.idempotency_key.then_some(key),
+                fingerprint,
                 key: Self::root_key(c, seq, spec.edge),
                 deadline_at,
                 attempts: 0,

@@ -58,10 +58,10 @@ impl World<'_> {
 
     /// A downstream call of request `id` finished with `outcome`.
     pub(super) fn child_done(&mut self, id: Id, outcome: Outcome) {
-        let req = self
-            .requests
-            .get(id)
-            .expect("a request waiting for a call is live");
+        // The request may have been reset by a crash while it waited.
+        let Some(req) = self.requests.get(id).filter(|r| !r.killed) else {
+            return;
+        };
         let (svc, stage, intent) = (req.service as usize, req.stage as usize, req.intent);
         let before_commit = stage < self.services[svc].plan.before.len();
         if outcome != Outcome::Ok {
@@ -112,11 +112,8 @@ impl World<'_> {
             edge: spec.edge as u32,
             owner: Owner::Parent(id),
             operation: spec.operation.map_or(req.operation, |o| o as u32),
-            key_sent: match spec.key {
-                KeyMode::Forward => req.key_sent,
-                KeyMode::Derive => true,
-                KeyMode::None => false,
-            },
+            idem_key: self.downstream_key(spec.key, req.idem_key, req.intent, spec.edge),
+            fingerprint: hash_words(req.fingerprint, &[spec.edge as u64]),
             key: hash_words(req.rkey, &[purpose::CHILD, index as u64]),
             deadline_at,
             attempts: 0,
@@ -152,6 +149,11 @@ impl World<'_> {
             req.operation as usize,
             req.edge as usize,
         );
+        let (idem_key, fingerprint, ledger_key) = (req.idem_key, req.fingerprint, req.ledger_key);
+        self.requests.get_mut(id).expect("live").committed = true;
+        if let Some(key) = ledger_key {
+            self.record_result(svc, key);
+        }
         let it = self.intents.get_mut(intent).expect("live intent");
         if let Some(slot) = self.edges[edge].dedup_slot {
             if it.applied & (1 << slot) != 0 {
@@ -165,8 +167,8 @@ impl World<'_> {
         {
             it.effects[kind] = it.effects[kind].saturating_add(1);
         }
-        let outbox = self.services[svc].plan.outbox.clone();
-        for index in outbox {
+        for k in 0..self.services[svc].plan.outbox.len() {
+            let index = self.services[svc].plan.outbox[k];
             let call = &spec.calls[index];
             let it = self.intents.get_mut(intent).expect("live intent");
             it.events_sent = it.events_sent.saturating_add(1);
@@ -182,7 +184,8 @@ impl World<'_> {
                 edge: call.edge as u32,
                 owner: Owner::Relay,
                 operation: call.operation.map_or(operation as u32, |o| o as u32),
-                key_sent: call.key != KeyMode::None,
+                idem_key: self.downstream_key(call.key, idem_key, intent, call.edge),
+                fingerprint: hash_words(fingerprint, &[call.edge as u64]),
                 key,
                 deadline_at,
                 attempts: 0,
@@ -198,5 +201,23 @@ impl World<'_> {
             self.q.schedule_in(delay, Event::Retry { call: relay });
         }
         true
+    }
+
+    /// The idempotency key a downstream call or relay on `edge` sends.
+    fn downstream_key(
+        &self,
+        mode: KeyMode,
+        forwarded: Option<u64>,
+        intent: Id,
+        edge: usize,
+    ) -> Option<u64> {
+        match mode {
+            KeyMode::Forward => forwarded,
+            KeyMode::Derive => {
+                let it = self.intents.get(intent).expect("live intent");
+                Some(hash_words(it.key, &[purpose::KEY, edge as u64]))
+            }
+            KeyMode::None => None,
+        }
     }
 }

@@ -11,6 +11,11 @@ impl World<'_> {
             return;
         };
         let (svc, rkey) = (req.service as usize, req.rkey);
+        if now < self.services[svc].down_until {
+            // The service is down after a crash: the connection is refused.
+            self.reply(id, Outcome::ConnectError, None);
+            return;
+        }
         if self.intents.get(req.intent).is_some_and(|it| it.in_window) {
             self.m.service_arrivals[svc] += 1;
         }
@@ -55,10 +60,22 @@ impl World<'_> {
         self.m.service_state(svc, from, now, qlen, busy);
     }
 
-    /// A request gets a worker: its own work starts (and, with optimistic
-    /// concurrency, it reads its row's version).
+    /// A request gets a worker.
     fn start(&mut self, id: Id) {
         let now = self.q.now();
+        let svc = self.requests.get(id).expect("live request").service as usize;
+        self.touch_service(svc, now);
+        self.services[svc].busy += 1;
+        self.requests.get_mut(id).expect("live").at_service = true;
+        self.begin(id);
+    }
+
+    /// With a worker: the ledger is consulted, then the request's own work
+    /// starts (and, with optimistic concurrency, it reads its row's version).
+    pub(super) fn begin(&mut self, id: Id) {
+        if !self.ledger_admits(id) {
+            return;
+        }
         let req = self.requests.get(id).expect("live request");
         let svc = req.service as usize;
         let demand = self.s.services[svc]
@@ -81,15 +98,16 @@ impl World<'_> {
         r.executed = true;
         r.row = row;
         r.version = version;
-        self.touch_service(svc, now);
-        self.services[svc].busy += 1;
         self.q.schedule_in(demand, Event::Done { req: id });
     }
 
     /// The request's own work is done: account it, then go on with its plan.
     pub(super) fn on_done(&mut self, id: Id) {
         let now = self.q.now();
-        let req = self.requests.get(id).expect("a request in service is live");
+        // A crash may have reset the request meanwhile.
+        let Some(req) = self.requests.get(id).filter(|r| !r.killed) else {
+            return;
+        };
         let (svc, demand, abandoned, intent) =
             (req.service as usize, req.demand, req.abandoned, req.intent);
         if self.intents.get(intent).is_some_and(|it| it.in_window) {
@@ -108,10 +126,15 @@ impl World<'_> {
     /// the answer sent.
     pub(super) fn finish_request(&mut self, id: Id, outcome: Outcome) {
         let now = self.q.now();
-        let svc = self.requests.get(id).expect("live request").service as usize;
+        let r = self.requests.get_mut(id).expect("live request");
+        r.at_service = false;
+        let (svc, held) = (r.service as usize, r.ledger_key.filter(|_| !r.committed));
         self.touch_service(svc, now);
         self.services[svc].busy -= 1;
         self.reply(id, outcome, None);
+        if let Some(key) = held {
+            self.release_placeholder(svc, key);
+        }
         self.next_from_queue(svc);
     }
 

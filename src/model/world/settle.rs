@@ -76,6 +76,10 @@ impl World<'_> {
         if ok {
             self.m.series.record_success(now, latency);
         }
+        let deadline = self.s.clients[client].policy.deadline;
+        if in_window && deadline != NEVER && latency > deadline {
+            self.m.deadline_overruns += 1;
+        }
         if in_window {
             if ok {
                 self.m.ok += 1;
