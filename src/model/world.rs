@@ -408,7 +408,7 @@ impl<'s> World<'s> {
         self.close(end);
         for st in &self.services {
             if let Some(l) = &st.ledger {
-                self.m.stuck_placeholders += l.stuck(end);
+                self.m.stuck_placeholders += l.stuck();
             }
         }
         let events = self.q.events_processed();
