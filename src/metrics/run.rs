@@ -39,6 +39,8 @@ pub struct RunCollector {
     pub stuck_placeholders: u64,
     /// Intents that ended after their client's deadline.
     pub deadline_overruns: u64,
+    /// One intent (client class, number) per kind of violation, for counterexamples.
+    pub witnesses: BTreeMap<String, (u32, u64)>,
     /// Outbox events written.
     pub events_sent: u64,
     /// Per side-effect kind: commits, intents with more than one, and the extra ones.
@@ -79,6 +81,7 @@ impl RunCollector {
             ledger_recoveries: 0,
             stuck_placeholders: 0,
             deadline_overruns: 0,
+            witnesses: BTreeMap::new(),
             events_sent: 0,
             effects: vec![0; s.effect_kinds.len()],
             effect_duplicates: vec![0; s.effect_kinds.len()],
@@ -89,6 +92,11 @@ impl RunCollector {
             window: (s.warmup, s.duration),
             trace: Vec::new(),
         }
+    }
+
+    /// Remembers `intent` as the first example of a violation `kind`.
+    pub fn witness(&mut self, kind: &str, intent: (u32, u64)) {
+        self.witnesses.entry(kind.to_string()).or_insert(intent);
     }
 
     /// Whether an intent that arrived at `t` counts.
@@ -242,6 +250,7 @@ impl RunCollector {
             edges,
             services,
             effects,
+            witnesses: self.witnesses,
             failures: self.failures,
             denials,
             latency: self.latency,
@@ -266,6 +275,8 @@ pub struct RunResult {
     pub services: Vec<(String, MetricMap)>,
     /// Per side-effect kind (see [`super::EFFECT_METRICS`]).
     pub effects: Vec<(String, MetricMap)>,
+    /// One intent (client class, number) per kind of violation seen.
+    pub witnesses: BTreeMap<String, (u32, u64)>,
     /// How failed intents ended.
     pub failures: BTreeMap<String, u64>,
     /// Retries refused, per reason.

@@ -36,6 +36,8 @@ enum State {
 #[derive(Debug, Clone, Copy)]
 struct Record {
     fingerprint: u64,
+    /// Who wrote it (for counterexamples): (client class, intent number).
+    owner: (u32, u64),
     state: State,
     /// Distinguishes a record from an earlier one with the same key in the expiry queue.
     generation: u64,
@@ -86,13 +88,14 @@ impl Ledger {
         }
     }
 
-    fn place(&mut self, now: Nanos, key: u64, fingerprint: u64) {
+    fn place(&mut self, now: Nanos, key: u64, fingerprint: u64, owner: (u32, u64)) {
         let generation = self.next_generation;
         self.next_generation += 1;
         self.records.insert(
             key,
             Record {
                 fingerprint,
+                owner,
                 state: State::InProgress { since: now },
                 generation,
             },
@@ -103,11 +106,11 @@ impl Ledger {
     }
 
     /// Looks up `key` for a request whose body has `fingerprint`, writing a
-    /// placeholder when the request is to execute.
-    pub fn lookup(&mut self, now: Nanos, key: u64, fingerprint: u64) -> Lookup {
+    /// placeholder (owned by `owner`) when the request is to execute.
+    pub fn lookup(&mut self, now: Nanos, key: u64, fingerprint: u64, owner: (u32, u64)) -> Lookup {
         self.purge(now);
         let Some(record) = self.records.get_mut(&key) else {
-            self.place(now, key, fingerprint);
+            self.place(now, key, fingerprint, owner);
             return Lookup::Execute;
         };
         if record.fingerprint != fingerprint {
@@ -174,6 +177,18 @@ impl Ledger {
             .count() as u64
     }
 
+    /// The owner of one stuck placeholder (the smallest, for determinism).
+    pub fn stuck_example(&self) -> Option<(u32, u64)> {
+        if self.spec.lease != NEVER {
+            return None;
+        }
+        self.records
+            .values()
+            .filter(|r| matches!(r.state, State::InProgress { .. }))
+            .map(|r| r.owner)
+            .min()
+    }
+
     /// Records held now.
     pub fn len(&self) -> usize {
         self.records.len()
@@ -205,13 +220,13 @@ mod tests {
     #[test]
     fn the_state_machine() {
         let mut l = Ledger::new(spec());
-        assert_eq!(l.lookup(0, 7, 1), Lookup::Execute);
-        assert_eq!(l.lookup(S, 7, 1), Lookup::Conflict, "in progress");
-        assert_eq!(l.lookup(S, 7, 2), Lookup::Reject, "another body");
+        assert_eq!(l.lookup(0, 7, 1, (0, 0)), Lookup::Execute);
+        assert_eq!(l.lookup(S, 7, 1, (0, 0)), Lookup::Conflict, "in progress");
+        assert_eq!(l.lookup(S, 7, 2, (0, 0)), Lookup::Reject, "another body");
         assert!(l.complete(7, Outcome::Ok));
-        assert_eq!(l.lookup(2 * S, 7, 1), Lookup::Replay(Outcome::Ok));
+        assert_eq!(l.lookup(2 * S, 7, 1, (0, 0)), Lookup::Replay(Outcome::Ok));
         assert_eq!(
-            l.lookup(2 * S, 7, 9),
+            l.lookup(2 * S, 7, 9, (0, 0)),
             Lookup::Reject,
             "never the old result for another body"
         );
@@ -220,17 +235,17 @@ mod tests {
     #[test]
     fn stale_placeholders_are_recovered_after_the_lease_and_records_expire() {
         let mut l = Ledger::new(spec());
-        assert_eq!(l.lookup(0, 1, 1), Lookup::Execute);
-        assert_eq!(l.lookup(9 * S, 1, 1), Lookup::Conflict);
+        assert_eq!(l.lookup(0, 1, 1, (0, 0)), Lookup::Execute);
+        assert_eq!(l.lookup(9 * S, 1, 1, (0, 0)), Lookup::Conflict);
         assert_eq!(
             l.stuck(),
             0,
             "a finite lease lets the next request recover it"
         );
-        assert_eq!(l.lookup(10 * S, 1, 1), Lookup::Recover);
+        assert_eq!(l.lookup(10 * S, 1, 1, (0, 0)), Lookup::Recover);
         l.complete(1, Outcome::Ok);
         // After the ttl the key is new again.
-        assert_eq!(l.lookup(100 * S, 1, 1), Lookup::Execute);
+        assert_eq!(l.lookup(100 * S, 1, 1, (0, 0)), Lookup::Execute);
         assert_eq!(l.len(), 1);
     }
 
@@ -241,12 +256,12 @@ mod tests {
             wait: true,
             ..spec()
         });
-        assert_eq!(l.lookup(0, 3, 1), Lookup::Execute);
-        assert_eq!(l.lookup(99 * S, 3, 1), Lookup::Wait);
+        assert_eq!(l.lookup(0, 3, 1, (0, 0)), Lookup::Execute);
+        assert_eq!(l.lookup(99 * S, 3, 1, (0, 0)), Lookup::Wait);
         assert_eq!(l.stuck(), 1);
         l.abandon(3);
         assert_eq!(
-            l.lookup(50 * S, 3, 1),
+            l.lookup(50 * S, 3, 1, (0, 0)),
             Lookup::Execute,
             "a failed execution leaves no record"
         );
@@ -260,12 +275,12 @@ mod tests {
             ..spec()
         });
         for l in [&mut durable, &mut memory] {
-            l.lookup(0, 5, 1);
+            l.lookup(0, 5, 1, (0, 0));
             l.complete(5, Outcome::Ok);
             l.crash();
         }
-        assert_eq!(durable.lookup(S, 5, 1), Lookup::Replay(Outcome::Ok));
-        assert_eq!(memory.lookup(S, 5, 1), Lookup::Execute);
+        assert_eq!(durable.lookup(S, 5, 1, (0, 0)), Lookup::Replay(Outcome::Ok));
+        assert_eq!(memory.lookup(S, 5, 1, (0, 0)), Lookup::Execute);
     }
 
     #[test]
@@ -276,7 +291,7 @@ mod tests {
         });
         for i in 0..10_000u64 {
             let now = i * S / 10; // 10 keys per second
-            assert_eq!(l.lookup(now, i, 1), Lookup::Execute);
+            assert_eq!(l.lookup(now, i, 1, (0, 0)), Lookup::Execute);
             l.complete(i, Outcome::Ok);
         }
         assert!(l.peak <= 101, "peak {}", l.peak);

@@ -409,6 +409,9 @@ impl<'s> World<'s> {
         for st in &self.services {
             if let Some(l) = &st.ledger {
                 self.m.stuck_placeholders += l.stuck();
+                if let Some(owner) = l.stuck_example() {
+                    self.m.witness("stuck_placeholder", owner);
+                }
             }
         }
         let events = self.q.events_processed();

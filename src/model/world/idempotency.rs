@@ -20,8 +20,9 @@ impl World<'_> {
             Caller::Service { service, .. } => (1 << 32) | service as u64,
         };
         let scope = hash_words(0, &[purpose::SCOPE, caller, req.operation as u64, key]);
-        let in_window = self.intents.get(req.intent).is_some_and(|it| it.in_window);
-        let lookup = ledger.lookup(now, scope, req.fingerprint);
+        let it = self.intents.get(req.intent).expect("live intent");
+        let (in_window, owner) = (it.in_window, (it.client, it.seq));
+        let lookup = ledger.lookup(now, scope, req.fingerprint, owner);
         let count = |n: &mut u64| {
             if in_window {
                 *n += 1;

@@ -79,6 +79,8 @@ impl World<'_> {
         let deadline = self.s.clients[client].policy.deadline;
         if in_window && deadline != NEVER && latency > deadline {
             self.m.deadline_overruns += 1;
+            let it = self.intents.get(id).expect("live");
+            self.m.witness("deadline_overrun", (it.client, it.seq));
         }
         if in_window {
             if ok {
@@ -123,6 +125,7 @@ impl World<'_> {
         }
         if duplicated {
             self.m.duplicates += 1;
+            self.m.witness("duplicate_intent", (it.client, it.seq));
         }
         if !it.ok {
             self.m.orphan_commits += commits;
