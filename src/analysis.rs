@@ -1,6 +1,7 @@
 //! Many runs: replications of every variant in parallel, and the statistics
 //! that summarise them.
 
+pub mod audit;
 pub mod replicate;
 pub mod stats;
 

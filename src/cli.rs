@@ -1,5 +1,6 @@
 //! The command line: argument definitions, help text and the commands.
 
+pub mod audit;
 pub mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -28,6 +29,12 @@ pub enum Command {
         after_help = "Examples:\n  retrysim run experiments/quickstart.toml\n  retrysim run exp.toml --set services.api.workers=16 --replications 10\n  retrysim run exp.toml --variant \"full jitter\" --format markdown"
     )]
     Run(RunArgs),
+    /// Run the worst breakpoints (lost answers, duplicates, crashes, key
+    /// reuse, expiry, Retry-After, a 503 herd) and check the invariants.
+    #[command(
+        after_help = "Exit status: 0 every invariant held, 1 one failed (its counterexample trace is printed), 2 bad input.\n\nExample:\n  retrysim audit experiments/crash-recovery.toml"
+    )]
+    Audit(audit::AuditArgs),
 }
 
 /// What the run command prints on stdout.
@@ -108,6 +115,7 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Audit(args) => audit::run(&args),
     };
     match result {
         Ok(code) => code,

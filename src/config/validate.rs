@@ -337,6 +337,12 @@ pub fn scenario(
         if clients.iter().any(|x| x.name == c.name) {
             return Err(v.err(&f("name"), "client names must be unique"));
         }
+        if services.iter().any(|x| x.name == c.name) {
+            return Err(v.err(
+                &f("name"),
+                "a client may not have a service's name: edges are named caller->callee",
+            ));
+        }
         let mode_name = c.mode.as_deref().unwrap_or("open");
         let takes: &[&str] = match mode_name {
             "open" => &["rate"],

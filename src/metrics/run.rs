@@ -148,7 +148,6 @@ impl RunCollector {
         put("wasted_fraction", (work > 0.0).then(|| wasted / work));
         put("duplicate_intents", Some(self.duplicates as f64));
         put("orphan_commits", Some(self.orphan_commits as f64));
-        // Not produced by this model yet: null, never 0.
         put("lost_effects", Some(self.lost_effects as f64));
         put(
             "outbox_events_per_intent",
@@ -172,9 +171,10 @@ impl RunCollector {
             "deadline_overruns",
             deadlines.then_some(self.deadline_overruns as f64),
         );
-        let budgeted = s.clients.iter().any(|c| c.policy.budget.is_some());
+        let budgeted = (0..s.edges.len()).any(|e| s.edge_policy(e).budget.is_some());
         let denied = self.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
         put("retries_denied_budget", budgeted.then_some(denied as f64));
+        // Not produced by this model yet: null, never 0.
         put("recovery_time_s", None);
         put("recovered_fraction", None);
 

@@ -1,7 +1,8 @@
 //! The attempt trace (`--trace FILE`): one record per attempt with why it
 //! was made and what the caller did next.
 
-use crate::engine::Nanos;
+use crate::config::Scenario;
+use crate::engine::{Nanos, to_secs_f64};
 use crate::policy::{DenyReason, Outcome};
 
 /// What the caller did after an attempt.
@@ -46,4 +47,25 @@ pub struct TraceRecord {
     pub decision: TraceDecision,
     /// Tokens or quota left after the decision; `None` without such a budget.
     pub budget: Option<f64>,
+}
+
+impl TraceRecord {
+    /// The record as a trace row (DESIGN §5 fields), names resolved in `s`.
+    pub fn to_json(&self, s: &Scenario, replication: usize) -> serde_json::Value {
+        serde_json::json!({
+            "variant": s.variant,
+            "replication": replication,
+            "intent": self.intent,
+            "client": s.clients[self.client as usize].name,
+            "edge": s.edges[self.edge as usize].name,
+            "attempt": self.attempt,
+            "t_s": to_secs_f64(self.sent),
+            "wait_s": to_secs_f64(self.wait),
+            "trigger": self.trigger.map(|o| o.label()).unwrap_or_else(|| "first".into()),
+            "remaining_deadline_s": self.remaining_deadline.map(to_secs_f64),
+            "budget": self.budget,
+            "outcome": self.outcome.label(),
+            "decision": self.decision.label(),
+        })
+    }
 }

@@ -84,6 +84,12 @@ pub fn calls(
                     return Err(v.err(&f("when"), format!("unknown `when` \"{other}\": allowed are before_commit, after_commit, outbox")));
                 }
             };
+            if when == When::Outbox && c.propagate_deadline.is_some() {
+                return Err(v.err(
+                    &f("propagate_deadline"),
+                    "not used with when = \"outbox\": a relay runs after the caller has its answer",
+                ));
+            }
             if when != When::Outbox
                 && let Some(extra) = first_extra(
                     &[
@@ -138,6 +144,17 @@ pub fn calls(
             });
         }
         services[si].calls = specs;
+    }
+    let dedup_edges = services
+        .iter()
+        .flat_map(|s| &s.calls)
+        .filter(|c| c.when == When::Outbox && c.dedup)
+        .count();
+    if dedup_edges > 32 {
+        return Err(v.err(
+            "services",
+            format!("at most 32 outbox calls with dedup = true, got {dedup_edges}"),
+        ));
     }
     if let Some(cycle) = find_cycle(services) {
         let path: Vec<&str> = cycle.iter().map(|&i| services[i].name.as_str()).collect();

@@ -36,9 +36,10 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec]) -> InputResult<
                 Some(extra) => Err(v.err(
                     &f(extra),
                     format!(
-                        "not a field of a {} fault (it takes {}, start, duration)",
+                        "not a field of a {} fault (it takes {}, start{})",
                         fr.kind,
-                        allowed.join(", ")
+                        allowed.join(", "),
+                        if fr.kind == "crash" { "" } else { ", duration" }
                     ),
                 )),
                 None => Ok(()),

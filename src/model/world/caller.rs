@@ -228,7 +228,7 @@ impl World<'_> {
             Owner::Relay => {
                 if let Some(it) = self.intents.get_mut(call.intent) {
                     if !ok {
-                        it.lost += 1;
+                        it.lost = it.lost.saturating_add(1);
                     }
                     it.outstanding -= 1;
                 }

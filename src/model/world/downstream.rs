@@ -77,7 +77,7 @@ impl World<'_> {
             }
             // after_commit: the answer stays ok, the effect is lost.
             if let Some(it) = self.intents.get_mut(intent) {
-                it.lost += 1;
+                it.lost = it.lost.saturating_add(1);
             }
         }
         self.requests.get_mut(id).expect("live").stage += 1;

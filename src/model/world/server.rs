@@ -174,8 +174,13 @@ impl World<'_> {
                         if self.rng.unit(&[purpose::FAULT, rkey, fi as u64]) < probability =>
                     {
                         // The answer never arrives: the request stays until its
-                        // caller times out.
-                        self.requests.get_mut(id).expect("live").lost = true;
+                        // caller times out (or leaves now if it already has).
+                        let r = self.requests.get_mut(id).expect("live");
+                        if r.abandoned {
+                            self.leave(id);
+                        } else {
+                            r.lost = true;
+                        }
                         return;
                     }
                     FaultKind::Reset { probability }
