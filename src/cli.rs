@@ -106,11 +106,7 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                EXIT_BAD_INPUT
-            } else {
-                EXIT_OK
-            };
+            return if e.use_stderr() { EXIT_BAD_INPUT } else { EXIT_OK };
         }
     };
     let result = match cli.command {

@@ -23,16 +23,8 @@ use std::path::{Path, PathBuf};
 use toml::{Table, Value};
 
 /// Top-level sections of an experiment file.
-const SECTIONS: [&str; 8] = [
-    "experiment",
-    "clients",
-    "operations",
-    "services",
-    "faults",
-    "variants",
-    "network",
-    "tune",
-];
+const SECTIONS: [&str; 8] =
+    ["experiment", "clients", "operations", "services", "faults", "variants", "network", "tune"];
 
 /// A loaded experiment: every variant validated and ready to run.
 #[derive(Debug, Clone)]
@@ -57,9 +49,7 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
     let file = path.display().to_string();
     let source = std::fs::read_to_string(path)
         .map_err(|e| InputError::file(&file, format!("cannot read the experiment file: {e}")))?;
-    let mut doc: Table = source
-        .parse()
-        .map_err(|e| InputError::file(&file, format!("not valid TOML: {e}")))?;
+    let mut doc: Table = source.parse().map_err(|e| InputError::file(&file, format!("not valid TOML: {e}")))?;
     let exp_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut inputs = vec![path.to_path_buf()];
 
@@ -72,9 +62,7 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
 
     let cli: Vec<(String, Value)> = sets
         .iter()
-        .map(|s| {
-            overrides::split_assignment(s).map_err(|m| InputError::file(format!("--set {s}"), m))
-        })
+        .map(|s| overrides::split_assignment(s).map_err(|m| InputError::file(format!("--set {s}"), m)))
         .collect::<InputResult<_>>()?;
 
     let default_name = doc
@@ -84,14 +72,8 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
         .map(str::to_string)
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "experiment".into());
-    let plan: Vec<VariantRaw> = if variants.is_empty() {
-        vec![VariantRaw {
-            name: default_name,
-            set: BTreeMap::new(),
-        }]
-    } else {
-        variants
-    };
+    let plan: Vec<VariantRaw> =
+        if variants.is_empty() { vec![VariantRaw { name: default_name, set: BTreeMap::new() }] } else { variants };
 
     let mut seen = std::collections::BTreeSet::new();
     let mut scenarios = Vec::with_capacity(plan.len());
@@ -100,10 +82,7 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
             return Err(InputError::field(
                 &file,
                 format!("variants[{i}].name"),
-                format!(
-                    "variant name \"{}\" is used twice; names must be unique",
-                    v.name
-                ),
+                format!("variant name \"{}\" is used twice; names must be unique", v.name),
             ));
         }
         let mut d = doc.clone();
@@ -117,28 +96,17 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
                     "override keys are dotted paths: quote them, as in set = { \"clients.web.rate\" = \"900/s\" }",
                 ));
             }
-            overrides::apply(&mut d, k, val.clone())
-                .map_err(|m| InputError::field(&file, &field, m))?;
+            overrides::apply(&mut d, k, val.clone()).map_err(|m| InputError::field(&file, &field, m))?;
             forget_overridden_origins(&mut o, k);
             resolve_policies(&mut d, &exp_dir, &file, &mut o, &mut inputs)?;
         }
         for (s, (k, val)) in sets.iter().zip(&cli) {
-            overrides::apply(&mut d, k, val.clone())
-                .map_err(|m| InputError::file(format!("--set {s}"), m))?;
+            overrides::apply(&mut d, k, val.clone()).map_err(|m| InputError::file(format!("--set {s}"), m))?;
             forget_overridden_origins(&mut o, k);
-            resolve_policies(
-                &mut d,
-                Path::new(""),
-                &format!("--set {s}"),
-                &mut o,
-                &mut inputs,
-            )?;
+            resolve_policies(&mut d, Path::new(""), &format!("--set {s}"), &mut o, &mut inputs)?;
         }
-        let ctx = if plan.len() > 1 || !v.set.is_empty() {
-            format!("in variant \"{}\": ", v.name)
-        } else {
-            String::new()
-        };
+        let ctx =
+            if plan.len() > 1 || !v.set.is_empty() { format!("in variant \"{}\": ", v.name) } else { String::new() };
         let blame = |e: InputError| blame_override(e, sets, &cli).context(&ctx);
         let raw: ExperimentRaw = deserialize_at(Value::Table(d), &file, "").map_err(blame)?;
         let scenario = validate::scenario(&raw, &v.name, &file, &o).map_err(blame)?;
@@ -146,28 +114,16 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
     }
     inputs.sort();
     inputs.dedup();
-    Ok(Experiment {
-        path: path.to_path_buf(),
-        source,
-        variants: scenarios,
-        inputs,
-    })
+    Ok(Experiment { path: path.to_path_buf(), source, variants: scenarios, inputs })
 }
 
 /// Names the `--set` argument as the source of an error in a field it set
 /// (or inside a table it set), instead of the experiment file.
 fn blame_override(e: InputError, sets: &[String], cli: &[(String, Value)]) -> InputError {
     let Some(field) = &e.field else { return e };
-    let culprit = sets
-        .iter()
-        .zip(cli)
-        .rev()
-        .find(|(_, (k, _))| field == k || field.starts_with(&format!("{k}.")));
+    let culprit = sets.iter().zip(cli).rev().find(|(_, (k, _))| field == k || field.starts_with(&format!("{k}.")));
     match culprit {
-        Some((s, _)) => InputError {
-            file: format!("--set {s}"),
-            ..e
-        },
+        Some((s, _)) => InputError { file: format!("--set {s}"), ..e },
         None => e,
     }
 }
@@ -189,14 +145,9 @@ pub fn load_policy_file(path: &Path) -> InputResult<Policy> {
 fn read_policy(path: &Path, shown: &str) -> InputResult<(Table, Policy)> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::file(shown, format!("cannot read the policy file: {e}")))?;
-    let mut table: Table = text
-        .parse()
-        .map_err(|e| InputError::file(shown, format!("not valid TOML: {e}")))?;
+    let mut table: Table = text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {e}")))?;
     if !table.contains_key("name") {
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "policy".into());
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "policy".into());
         table.insert("name".into(), Value::String(stem));
     }
     let raw: PolicyRaw = deserialize_at(Value::Table(table.clone()), shown, "")?;
@@ -227,8 +178,7 @@ fn resolve_policies(
             let label = overrides::element_label(s, i);
             if let Some(Value::Array(calls)) = s.as_table_mut().and_then(|t| t.get_mut("calls")) {
                 for (j, c) in calls.iter_mut().enumerate() {
-                    let location =
-                        format!("services.{label}.calls.{}", overrides::element_label(c, j));
+                    let location = format!("services.{label}.calls.{}", overrides::element_label(c, j));
                     if let Some(slot) = c.as_table_mut().and_then(|t| t.get_mut("policy")) {
                         resolve_slot(slot, location, base, file, origins, inputs)?;
                     }
@@ -255,9 +205,7 @@ fn resolve_slot(
     let shown = resolved.display().to_string();
     let (table, _) = read_policy(&resolved, &shown).map_err(|e| {
         if e.field.is_none() && e.message.starts_with("cannot read") {
-            let why = e
-                .message
-                .trim_start_matches("cannot read the policy file: ");
+            let why = e.message.trim_start_matches("cannot read the policy file: ");
             InputError::field(
                 file,
                 format!("{location}.policy"),
@@ -276,36 +224,23 @@ fn resolve_slot(
 /// Deserializes `value` with serde, turning errors into [`InputError`]s whose
 /// field path names array elements by their `name`.
 fn deserialize_at<T: DeserializeOwned>(value: Value, file: &str, prefix: &str) -> InputResult<T> {
-    serde_path_to_error::deserialize(value.clone()).map_err(
-        |e: serde_path_to_error::Error<toml::de::Error>| {
-            let path = pretty_path(&value, e.path(), prefix);
-            let msg = e.inner().message().trim().to_string();
-            if path.is_empty() {
-                InputError::file(file, msg)
-            } else {
-                InputError::field(file, path, msg)
-            }
-        },
-    )
+    serde_path_to_error::deserialize(value.clone()).map_err(|e: serde_path_to_error::Error<toml::de::Error>| {
+        let path = pretty_path(&value, e.path(), prefix);
+        let msg = e.inner().message().trim().to_string();
+        if path.is_empty() { InputError::file(file, msg) } else { InputError::field(file, path, msg) }
+    })
 }
 
 /// Renders a serde path with array indices replaced by element names.
 fn pretty_path(doc: &Value, path: &serde_path_to_error::Path, prefix: &str) -> String {
     use serde_path_to_error::Segment;
-    let mut out: Vec<String> = if prefix.is_empty() {
-        vec![]
-    } else {
-        vec![prefix.to_string()]
-    };
+    let mut out: Vec<String> = if prefix.is_empty() { vec![] } else { vec![prefix.to_string()] };
     let mut node = Some(doc);
     for seg in path.iter() {
         match seg {
             Segment::Seq { index } => {
                 let elem = node.and_then(|n| n.as_array()).and_then(|a| a.get(*index));
-                out.push(
-                    elem.map(|v| overrides::element_label(v, *index))
-                        .unwrap_or_else(|| index.to_string()),
-                );
+                out.push(elem.map(|v| overrides::element_label(v, *index)).unwrap_or_else(|| index.to_string()));
                 node = elem;
             }
             Segment::Map { key } => {

@@ -18,24 +18,12 @@ pub struct InputError {
 impl InputError {
     /// An error about a whole file (unreadable, bad syntax).
     pub fn file(file: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            file: file.into(),
-            field: None,
-            message: message.into(),
-        }
+        Self { file: file.into(), field: None, message: message.into() }
     }
 
     /// An error about one field of a file.
-    pub fn field(
-        file: impl Into<String>,
-        field: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
-        Self {
-            file: file.into(),
-            field: Some(field.into()),
-            message: message.into(),
-        }
+    pub fn field(file: impl Into<String>, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { file: file.into(), field: Some(field.into()), message: message.into() }
     }
 
     /// The same error with a context prefix (for example the variant) on its message.

@@ -2,6 +2,7 @@
 //! per-bin time series. Memory does not grow with the number of intents.
 
 pub mod latency;
+pub mod recovery;
 pub mod run;
 pub mod timeseries;
 pub mod trace;
@@ -12,7 +13,7 @@ pub use timeseries::{BinRow, TimeSeries};
 pub use trace::{TraceDecision, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5).
-pub const METRICS: [&str; 23] = [
+pub const METRICS: [&str; 24] = [
     "intents",
     "success_rate",
     "goodput_per_s",
@@ -36,6 +37,7 @@ pub const METRICS: [&str; 23] = [
     "ledger_recoveries",
     "stuck_placeholders",
     "deadline_overruns",
+    "collapse_time_s",
 ];
 
 /// Metrics per call edge.
@@ -45,9 +47,4 @@ pub const EDGE_METRICS: [&str; 1] = ["attempts_per_intent"];
 pub const EFFECT_METRICS: [&str; 3] = ["commits_per_intent", "duplicate_intents", "extra"];
 
 /// Metrics per service.
-pub const SERVICE_METRICS: [&str; 4] = [
-    "requests_per_intent",
-    "utilization",
-    "queue_len",
-    "wasted_fraction",
-];
+pub const SERVICE_METRICS: [&str; 4] = ["requests_per_intent", "utilization", "queue_len", "wasted_fraction"];

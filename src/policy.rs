@@ -74,9 +74,7 @@ impl Policy {
         if self.per_try_timeout == NEVER {
             return None;
         }
-        let mut total = self
-            .per_try_timeout
-            .saturating_mul(self.max_attempts as u64);
+        let mut total = self.per_try_timeout.saturating_mul(self.max_attempts as u64);
         for n in 1..self.max_attempts {
             total = total.saturating_add(self.backoff.max_delay(n));
         }

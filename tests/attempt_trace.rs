@@ -34,11 +34,7 @@ fn trace(dir: &std::path::Path, name: &str, sample: &str) -> Vec<serde_json::Val
         .status()
         .unwrap();
     assert!(status.success());
-    std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 #[test]
@@ -74,8 +70,7 @@ fn rows_have_every_field_and_retries_are_triggered_by_the_previous_outcome() {
                 assert_eq!(a["trigger"], prev["outcome"], "{a}");
                 assert_eq!(prev["decision"], "retry");
                 assert!(
-                    a["t_s"].as_f64().unwrap()
-                        >= prev["t_s"].as_f64().unwrap() + a["wait_s"].as_f64().unwrap() - 1e-9
+                    a["t_s"].as_f64().unwrap() >= prev["t_s"].as_f64().unwrap() + a["wait_s"].as_f64().unwrap() - 1e-9
                 );
             }
             let last = i + 1 == attempts.len();
@@ -83,10 +78,7 @@ fn rows_have_every_field_and_retries_are_triggered_by_the_previous_outcome() {
             if !last {
                 assert_eq!(d, "retry");
             } else {
-                assert_ne!(
-                    d, "retry",
-                    "the last attempt of an intent cannot decide to retry: {a}"
-                );
+                assert_ne!(d, "retry", "the last attempt of an intent cannot decide to retry: {a}");
                 assert_eq!(d == "done", a["outcome"] == "ok", "{a}");
             }
         }
@@ -101,8 +93,7 @@ fn sampling_is_deterministic_and_proportional() {
     let b = trace(dir.path(), "b.jsonl", "0.02");
     assert_eq!(a, b);
     let all = trace(dir.path(), "all.jsonl", "1");
-    let intents =
-        |rows: &[serde_json::Value]| rows.iter().filter(|r| r["attempt"] == 1).count() as f64;
+    let intents = |rows: &[serde_json::Value]| rows.iter().filter(|r| r["attempt"] == 1).count() as f64;
     let ratio = intents(&a) / intents(&all);
     // Binomial: sd of the sampled share is sqrt(0.02*0.98/n) with n ~ 240k intents.
     assert!((ratio - 0.02).abs() < 0.002, "sampled share {ratio}");

@@ -4,23 +4,12 @@
 
 use std::process::Command;
 
-const EXP: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/experiments/crash-recovery.toml"
-);
+const EXP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/crash-recovery.toml");
 
 fn audit(extra: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
-        .arg("audit")
-        .arg(EXP)
-        .args(extra)
-        .arg("-q")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-    )
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_retrysim")).arg("audit").arg(EXP).args(extra).arg("-q").output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap())
 }
 
 fn failing_lines(stdout: &str) -> Vec<&str> {
@@ -52,16 +41,12 @@ fn assert_fails(extra: &[&str], breakpoint: &str, invariant: &str, traced: bool)
     assert_eq!(code, 1, "{extra:?}:\n{out}");
     let fails = failing_lines(&out);
     assert!(
-        fails
-            .iter()
-            .any(|l| l.contains(breakpoint) && l.contains(invariant)),
+        fails.iter().any(|l| l.contains(breakpoint) && l.contains(invariant)),
         "{extra:?}: no failure of {invariant} at {breakpoint}:\n{out}"
     );
     if traced {
         let header = format!("counterexample for \"{breakpoint}\"");
-        let at = out
-            .find(&header)
-            .unwrap_or_else(|| panic!("{extra:?}: no counterexample:\n{out}"));
+        let at = out.find(&header).unwrap_or_else(|| panic!("{extra:?}: no counterexample:\n{out}"));
         let rows: Vec<serde_json::Value> = out[at..]
             .lines()
             .skip(1)
@@ -70,22 +55,14 @@ fn assert_fails(extra: &[&str], breakpoint: &str, invariant: &str, traced: bool)
             .collect();
         assert!(!rows.is_empty(), "{extra:?}: empty counterexample");
         let intent = &rows[0]["intent"];
-        assert!(
-            rows.iter().all(|r| &r["intent"] == intent),
-            "one intent per counterexample"
-        );
+        assert!(rows.iter().all(|r| &r["intent"] == intent), "one intent per counterexample");
         assert_eq!(rows[0]["attempt"], 1);
     }
 }
 
 #[test]
 fn a_memory_ledger_fails_the_crash_breakpoint() {
-    assert_fails(
-        &["--variant", "memory"],
-        "crash after the placeholder",
-        "one effect of each kind per intent",
-        true,
-    );
+    assert_fails(&["--variant", "memory"], "crash after the placeholder", "one effect of each kind per intent", true);
 }
 
 #[test]

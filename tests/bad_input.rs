@@ -51,10 +51,7 @@ impl Case {
 
     /// A case whose experiment is the minimal one with `from` replaced by `to`.
     fn experiment_edit(from: &str, to: &str) -> Self {
-        assert!(
-            EXPERIMENT.contains(from),
-            "test bug: {from:?} not in EXPERIMENT"
-        );
+        assert!(EXPERIMENT.contains(from), "test bug: {from:?} not in EXPERIMENT");
         Self::with(&EXPERIMENT.replacen(from, to, 1), POLICY)
     }
 
@@ -94,24 +91,15 @@ impl Case {
     fn refused(&self, extra: &[&str]) -> String {
         let o = self.run(extra);
         let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert!(
-            !stderr.contains("panicked"),
-            "retrysim panicked on bad input:\n{stderr}"
-        );
+        assert!(!stderr.contains("panicked"), "retrysim panicked on bad input:\n{stderr}");
         assert_eq!(
             o.status.code(),
             Some(2),
             "expected exit status 2 (bad input), got {:?}\nstderr:\n{stderr}",
             o.status
         );
-        assert!(
-            stderr.starts_with("error: "),
-            "the message should start with `error: `:\n{stderr}"
-        );
-        assert!(
-            !self.out().join("summary.json").exists(),
-            "a refused run must not write summary.json"
-        );
+        assert!(stderr.starts_with("error: "), "the message should start with `error: `:\n{stderr}");
+        assert!(!self.out().join("summary.json").exists(), "a refused run must not write summary.json");
         stderr
     }
 }
@@ -123,20 +111,13 @@ fn shown(p: &Path) -> String {
 /// Asserts that stderr has `FILE: field `FIELD`:` for the given file and field.
 fn assert_names(stderr: &str, file: &Path, field: &str) {
     let want = format!("{}: field `{}`:", shown(file), field);
-    assert!(
-        stderr.contains(&want),
-        "stderr should name the file and the field as {want:?}, got:\n{stderr}"
-    );
+    assert!(stderr.contains(&want), "stderr should name the file and the field as {want:?}, got:\n{stderr}");
 }
 
 /// Asserts that the message does not blame `file` as the offending file.
 fn assert_not_blamed(stderr: &str, file: &Path) {
     let wrong = format!("error: {}:", shown(file));
-    assert!(
-        !stderr.contains(&wrong),
-        "the error should not be reported against {}:\n{stderr}",
-        shown(file)
-    );
+    assert!(!stderr.contains(&wrong), "the error should not be reported against {}:\n{stderr}", shown(file));
 }
 
 #[test]
@@ -147,12 +128,7 @@ fn the_minimal_experiment_runs() {
     let o = case.run(&[]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "stderr:\n{stderr}");
-    for f in [
-        "summary.json",
-        "summary.csv",
-        "timeseries.csv",
-        "faults.csv",
-    ] {
+    for f in ["summary.json", "summary.csv", "timeseries.csv", "faults.csv"] {
         assert!(case.out().join(f).is_file(), "{f} was not written");
     }
     // And the same with every flag the negative cases use, set validly.
@@ -166,10 +142,7 @@ fn broken_toml_syntax() {
     let case = Case::with("[experiment\nname = 1\n", POLICY);
     let stderr = case.refused(&[]);
     let exp = case.path("exp.toml");
-    assert!(
-        stderr.contains(&format!("error: {}:", shown(&exp))),
-        "stderr should name the experiment file:\n{stderr}"
-    );
+    assert!(stderr.contains(&format!("error: {}:", shown(&exp))), "stderr should name the experiment file:\n{stderr}");
     // No field can be named for a syntax error; the position is.
     assert!(
         stderr.contains("TOML") && stderr.contains("line 1"),
@@ -275,10 +248,7 @@ fn set_on_a_service_that_does_not_exist() {
     let case = Case::new();
     let stderr = case.refused(&["--set", "services.nope.workers=3"]);
     // The offending "file" is the command-line argument, which holds the field.
-    assert!(
-        stderr.contains("--set services.nope.workers=3"),
-        "stderr should name the --set argument:\n{stderr}"
-    );
+    assert!(stderr.contains("--set services.nope.workers=3"), "stderr should name the --set argument:\n{stderr}");
     assert!(
         stderr.contains("\"nope\"") && stderr.contains("api"),
         "should name the unknown service and list the known ones:\n{stderr}"
@@ -297,10 +267,7 @@ fn set_of_an_unknown_field() {
 fn variant_that_does_not_exist() {
     let case = Case::new();
     let stderr = case.refused(&["--variant", "nope"]);
-    assert!(
-        stderr.contains("--variant nope"),
-        "stderr should name the --variant argument:\n{stderr}"
-    );
+    assert!(stderr.contains("--variant nope"), "stderr should name the --variant argument:\n{stderr}");
     // What is allowed: the experiment's only variant, named after it.
     assert!(stderr.trim_end().ends_with(": t"), "{stderr}");
 }
@@ -320,10 +287,7 @@ fn inline_policy_without_per_try_timeout_or_deadline() {
     let stderr = case.refused(&[]);
     let exp = case.path("exp.toml");
     let prefix = format!("{}: field `clients.web.policy", shown(&exp));
-    assert!(
-        stderr.contains(&prefix),
-        "stderr should name the experiment file and the inline policy field:\n{stderr}"
-    );
+    assert!(stderr.contains(&prefix), "stderr should name the experiment file and the inline policy field:\n{stderr}");
     assert!(stderr.contains("per_try_timeout"), "{stderr}");
 }
 
@@ -343,28 +307,15 @@ fn a_cycle_in_the_call_graph() {
         POLICY,
     );
     let stderr = case.refused(&[]);
-    assert!(
-        stderr.contains("cycle") && stderr.contains("api -> db -> api"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains(&format!(
-            "{}: field `services.",
-            shown(&case.path("exp.toml"))
-        )),
-        "{stderr}"
-    );
+    assert!(stderr.contains("cycle") && stderr.contains("api -> db -> api"), "{stderr}");
+    assert!(stderr.contains(&format!("{}: field `services.", shown(&case.path("exp.toml")))), "{stderr}");
 }
 
 #[test]
 fn a_call_to_an_unknown_service() {
     let case = with_services("[[services.calls]]\nto = \"payments\"\n");
     let stderr = case.refused(&[]);
-    assert_names(
-        &stderr,
-        &case.path("exp.toml"),
-        "services.api.calls.payments.to",
-    );
+    assert_names(&stderr, &case.path("exp.toml"), "services.api.calls.payments.to");
     assert!(stderr.contains("payments"), "{stderr}");
 }
 
@@ -374,24 +325,15 @@ fn an_outbox_only_field_on_a_direct_call() {
         "[[services.calls]]\nto = \"db\"\ndedup = true\n\n[[services]]\nname = \"db\"\nservice_time = { dist = \"const\", value = \"1ms\" }\n",
     );
     let stderr = case.refused(&[]);
-    assert_names(
-        &stderr,
-        &case.path("exp.toml"),
-        "services.api.calls.db.dedup",
-    );
+    assert_names(&stderr, &case.path("exp.toml"), "services.api.calls.db.dedup");
     assert!(stderr.contains("outbox"), "{stderr}");
 }
 
 #[test]
 fn an_unknown_when_and_key_handling() {
-    let extra =
-        "\n[[services]]\nname = \"db\"\nservice_time = { dist = \"const\", value = \"1ms\" }\n";
+    let extra = "\n[[services]]\nname = \"db\"\nservice_time = { dist = \"const\", value = \"1ms\" }\n";
     for (line, field, allowed) in [
-        (
-            "when = \"later\"",
-            "services.api.calls.db.when",
-            "before_commit",
-        ),
+        ("when = \"later\"", "services.api.calls.db.when", "before_commit"),
         ("key = \"random\"", "services.api.calls.db.key", "derive"),
     ] {
         let case = with_services(&format!("[[services.calls]]\nto = \"db\"\n{line}\n{extra}"));

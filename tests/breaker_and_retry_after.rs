@@ -41,11 +41,7 @@ fn mean(runs: &[RunResult], key: &str) -> f64 {
 }
 
 fn failures_containing(runs: &[RunResult], text: &str) -> u64 {
-    runs.iter()
-        .flat_map(|r| r.failures.iter())
-        .filter(|(k, _)| k.contains(text))
-        .map(|(_, n)| n)
-        .sum()
+    runs.iter().flat_map(|r| r.failures.iter()).filter(|(k, _)| k.contains(text)).map(|(_, n)| n).sum()
 }
 
 #[test]
@@ -60,10 +56,7 @@ fn an_open_breaker_fails_fast_and_the_service_comes_back() {
     // Without a breaker every intent of the outage tries three times:
     // 10 of 35 s window -> attempts = 1 + 2 * 10/35 ~ 1.571.
     let a_plain = mean(&plain, "attempts_per_intent");
-    assert!(
-        (a_plain - (1.0 + 2.0 * 10.0 / 35.0)).abs() < 0.02,
-        "{a_plain}"
-    );
+    assert!((a_plain - (1.0 + 2.0 * 10.0 / 35.0)).abs() < 0.02, "{a_plain}");
     // With it, most outage intents fail without sending anything.
     let a_guarded = mean(&guarded, "attempts_per_intent");
     assert!(a_guarded < 1.0, "attempts/intent {a_guarded}");
@@ -73,10 +66,7 @@ fn an_open_breaker_fails_fast_and_the_service_comes_back() {
     // windows worse than without a breaker (10/35 of intents fail either way).
     let (s_plain, s_guarded) = (mean(&plain, "success_rate"), mean(&guarded, "success_rate"));
     assert!((s_plain - 25.0 / 35.0).abs() < 0.01, "{s_plain}");
-    assert!(
-        s_guarded > s_plain - 2.0 * 2.0 / 35.0,
-        "{s_guarded} vs {s_plain}"
-    );
+    assert!(s_guarded > s_plain - 2.0 * 2.0 / 35.0, "{s_guarded} vs {s_plain}");
 }
 
 #[test]
@@ -110,8 +100,7 @@ retry_after = "5s"
         // No retry at all: one attempt per intent, half of them fail at once.
         assert_eq!(r.metrics["attempts_per_intent"], Some(1.0));
         let denied = r.denials.get("retry_after_too_long").copied().unwrap_or(0);
-        let failed = (r.metrics["intents"].unwrap() * (1.0 - r.metrics["success_rate"].unwrap()))
-            .round() as u64;
+        let failed = (r.metrics["intents"].unwrap() * (1.0 - r.metrics["success_rate"].unwrap())).round() as u64;
         assert_eq!(denied, failed);
         assert!(denied > 0);
         // Nobody waited: every intent ended within one round trip.
@@ -151,9 +140,6 @@ retry_after = "300ms"
         let p50 = r.metrics["latency_p50_s"].unwrap();
         let p99 = r.metrics["latency_p99_s"].unwrap();
         assert!(p50 < 0.01, "first-try successes are fast: {p50}");
-        assert!(
-            p99 > 0.3 && p99 < 0.32,
-            "retried successes waited Retry-After: {p99}"
-        );
+        assert!(p99 > 0.3 && p99 < 0.32, "retried successes waited Retry-After: {p99}");
     }
 }

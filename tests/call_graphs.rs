@@ -12,26 +12,20 @@ fn mean(runs: &[RunResult], key: &str) -> f64 {
 }
 
 fn service_mean(runs: &[RunResult], service: &str, key: &str) -> f64 {
-    let v: Vec<f64> = runs
-        .iter()
-        .map(|r| r.services.iter().find(|(n, _)| n == service).unwrap().1[key].unwrap())
-        .collect();
+    let v: Vec<f64> =
+        runs.iter().map(|r| r.services.iter().find(|(n, _)| n == service).unwrap().1[key].unwrap()).collect();
     v.iter().sum::<f64>() / v.len() as f64
 }
 
 fn effect_mean(runs: &[RunResult], kind: &str, key: &str) -> f64 {
-    let v: Vec<f64> = runs
-        .iter()
-        .map(|r| r.effects.iter().find(|(n, _)| n == kind).unwrap().1[key].unwrap())
-        .collect();
+    let v: Vec<f64> = runs.iter().map(|r| r.effects.iter().find(|(n, _)| n == kind).unwrap().1[key].unwrap()).collect();
     v.iter().sum::<f64>() / v.len() as f64
 }
 
 /// SDK -> gateway -> orders -> db, each layer retrying up to `n` times on
 /// 502/503, the db failing each attempt with probability `p`.
 fn layers(n: u32, p: f64, rate: &str, duration: &str) -> String {
-    let policy =
-        format!(r#"{{ max_attempts = {n}, per_try_timeout = "10s", retry_on = ["502", "503"] }}"#);
+    let policy = format!(r#"{{ max_attempts = {n}, per_try_timeout = "10s", retry_on = ["502", "503"] }}"#);
     format!(
         r#"
 [experiment]
@@ -77,9 +71,7 @@ probability = {p}
 fn three_layers_of_four_attempts_send_exactly_64_requests_to_a_failing_bottom() {
     let runs = run(&load(&layers(4, 1.0, "100/s", "10s")), 2);
     for r in &runs {
-        let per = |s: &str| {
-            r.services.iter().find(|(n, _)| n == s).unwrap().1["requests_per_intent"].unwrap()
-        };
+        let per = |s: &str| r.services.iter().find(|(n, _)| n == s).unwrap().1["requests_per_intent"].unwrap();
         assert_eq!(per("gateway"), 4.0);
         assert_eq!(per("orders"), 16.0);
         assert_eq!(per("db"), 64.0);
@@ -103,24 +95,13 @@ fn independent_bottom_failures_follow_the_layered_closed_form() {
         }
         // Requests per intent: db sees E_3, orders E_3 / E_1 ... compare db and success.
         let db = service_mean(&runs, "db", "requests_per_intent");
-        assert!(
-            (db / expected[2] - 1.0).abs() < 0.01,
-            "n={n} p={p}: db {db} vs {}",
-            expected[2]
-        );
+        assert!((db / expected[2] - 1.0).abs() < 0.01, "n={n} p={p}: db {db} vs {}", expected[2]);
         let success = mean(&runs, "success_rate");
-        assert!(
-            (success - (1.0 - f)).abs() < 0.005,
-            "n={n} p={p}: success {success} vs {}",
-            1.0 - f
-        );
+        assert!((success - (1.0 - f)).abs() < 0.005, "n={n} p={p}: success {success} vs {}", 1.0 - f);
         // The gateway sees the client's attempts: (1 - f_2^n) / (1 - f_2).
         let f2 = p.powi((n * n) as i32);
         let gw = service_mean(&runs, "gateway", "requests_per_intent");
-        assert!(
-            (gw - (1.0 - f2.powi(n as i32)) / (1.0 - f2)).abs() < 0.01,
-            "gateway {gw}"
-        );
+        assert!((gw - (1.0 - f2.powi(n as i32)) / (1.0 - f2)).abs() < 0.01, "gateway {gw}");
     }
 }
 
@@ -165,16 +146,10 @@ fn retrying_lost_responses_without_a_key_duplicates_at_the_loss_rate() {
     // An intent is duplicated when its first answer is lost (the retry commits again).
     let share = mean(&runs, "duplicate_intents") / intents;
     let se = (p * (1.0 - p) / (4.0 * intents)).sqrt();
-    assert!(
-        (share - p).abs() < 5.0 * se,
-        "duplicate share {share} vs {p}"
-    );
+    assert!((share - p).abs() < 5.0 * se, "duplicate share {share} vs {p}");
     // Three lost answers in a row fail the intent after three commits.
     let success = mean(&runs, "success_rate");
-    assert!(
-        (success - (1.0 - p.powi(3))).abs() < 0.001,
-        "success {success}"
-    );
+    assert!((success - (1.0 - p.powi(3))).abs() < 0.001, "success {success}");
     assert!((effect_mean(&runs, "order", "commits_per_intent") - (1.0 + p + p * p)).abs() < 0.01);
 }
 
@@ -191,11 +166,7 @@ fn not_retrying_lost_responses_duplicates_nothing_but_fails_those_intents() {
         // Each failed intent committed once: an orphan to reconcile.
         let failed = r.metrics["intents"].unwrap() * (1.0 - r.metrics["success_rate"].unwrap());
         assert_eq!(r.metrics["orphan_commits"].unwrap(), failed.round());
-        assert!(
-            r.failures.keys().all(|k| k == "timeout (unsafe)"),
-            "{:?}",
-            r.failures
-        );
+        assert!(r.failures.keys().all(|k| k == "timeout (unsafe)"), "{:?}", r.failures);
     }
 }
 
@@ -255,20 +226,10 @@ fn an_outbox_with_consumer_dedup_delivers_each_event_exactly_once() {
     // The relay did retry: more than one attempt per event on the relay edge.
     let relay: f64 = runs
         .iter()
-        .map(|r| {
-            r.edges
-                .iter()
-                .find(|(n, _)| n == "orders->email")
-                .unwrap()
-                .1["attempts_per_intent"]
-                .unwrap()
-        })
+        .map(|r| r.edges.iter().find(|(n, _)| n == "orders->email").unwrap().1["attempts_per_intent"].unwrap())
         .sum::<f64>()
         / 3.0;
-    assert!(
-        (relay - 1.0 / 0.7).abs() < 0.02,
-        "relay attempts per event {relay}"
-    );
+    assert!((relay - 1.0 / 0.7).abs() < 0.02, "relay attempts per event {relay}");
 }
 
 #[test]
@@ -277,10 +238,7 @@ fn an_outbox_without_dedup_duplicates_events_its_relay_retries() {
     let intents = mean(&runs, "intents");
     // Every relay attempt executes: emails per intent = attempts per event = 1 / 0.7.
     let emails = effect_mean(&runs, "email", "commits_per_intent");
-    assert!(
-        (emails - 1.0 / 0.7).abs() < 0.02,
-        "emails per intent {emails}"
-    );
+    assert!((emails - 1.0 / 0.7).abs() < 0.02, "emails per intent {emails}");
     let dup = mean(&runs, "duplicate_intents") / intents;
     assert!((dup - 0.3).abs() < 0.02, "duplicated share {dup}");
 }

@@ -38,18 +38,10 @@ latency = { dist = "const", value = "0s" }
     let r = metric(&runs, "latency_mean_s");
     // Per replication: the law's prediction from that replication's R. The
     // noise is mostly the realised mean think time (~0.4% per replication).
-    let ratio: Vec<Option<f64>> = x
-        .iter()
-        .zip(&r)
-        .map(|(x, r)| Some(x.unwrap() * (z + r.unwrap()) / n))
-        .collect();
+    let ratio: Vec<Option<f64>> = x.iter().zip(&r).map(|(x, r)| Some(x.unwrap() * (z + r.unwrap()) / n)).collect();
     let s = summarize_at(ratio, LEVEL);
     let (lo, hi) = s.ci95.unwrap();
-    assert!(
-        lo <= 1.0 && 1.0 <= hi,
-        "X (Z + R) / N = {:?}, CI [{lo}, {hi}]",
-        s.mean
-    );
+    assert!(lo <= 1.0 && 1.0 <= hi, "X (Z + R) / N = {:?}, CI [{lo}, {hi}]", s.mean);
     assert!(hi - lo < 0.02, "CI too wide: [{lo}, {hi}]");
     // The loop is far from saturating the worker: throughput near N / (Z + S).
     let mean_x = x.iter().flatten().sum::<f64>() / x.len() as f64;
@@ -81,22 +73,13 @@ service_time = { dist = "const", value = "1ms" }
     );
     for r in run(&exp, 2) {
         assert_eq!(r.metrics["intents"], Some(3000.0));
-        let offered: Vec<(usize, u64)> = r
-            .series
-            .rows()
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.offered > 0)
-            .map(|(i, b)| (i, b.offered))
-            .collect();
+        let offered: Vec<(usize, u64)> =
+            r.series.rows().iter().enumerate().filter(|(_, b)| b.offered > 0).map(|(i, b)| (i, b.offered)).collect();
         // Bins of 100 ms: arrivals only in [2.0 s, 2.5 s), spread evenly (600 per bin ± noise).
         assert_eq!(offered.first().unwrap().0, 20);
         assert_eq!(offered.last().unwrap().0, 24);
         for (_, k) in &offered {
-            assert!(
-                (*k as f64 - 600.0).abs() < 5.0 * 600f64.sqrt(),
-                "{offered:?}"
-            );
+            assert!((*k as f64 - 600.0).abs() < 5.0 * 600f64.sqrt(), "{offered:?}");
         }
     }
 }

@@ -55,14 +55,8 @@ fn read_json(dir: &Path) -> Value {
 /// single-threaded or has its own `--jobs`), each into its own folder.
 fn run_all(cwd: &Path, exp: &str, configs: &[(&str, &[&str])]) -> (TempDir, Vec<PathBuf>) {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let outs: Vec<PathBuf> = (0..configs.len())
-        .map(|i| tmp.path().join(format!("out{i}")))
-        .collect();
-    let children: Vec<Child> = configs
-        .iter()
-        .zip(&outs)
-        .map(|((_, args), out)| spawn(cwd, exp, out, args))
-        .collect();
+    let outs: Vec<PathBuf> = (0..configs.len()).map(|i| tmp.path().join(format!("out{i}"))).collect();
+    let children: Vec<Child> = configs.iter().zip(&outs).map(|((_, args), out)| spawn(cwd, exp, out, args)).collect();
     for (child, (what, _)) in children.into_iter().zip(configs) {
         finish(child, what);
     }
@@ -72,26 +66,11 @@ fn run_all(cwd: &Path, exp: &str, configs: &[(&str, &[&str])]) -> (TempDir, Vec<
 #[test]
 fn same_seed_gives_identical_bytes_with_any_jobs_and_another_seed_does_not() {
     let configs: &[(&str, &[&str])] = &[
-        (
-            "seed 7, jobs 1",
-            &["--replications", "3", "--seed", "7", "--jobs", "1"],
-        ),
-        (
-            "seed 7, jobs 1, again",
-            &["--replications", "3", "--seed", "7", "--jobs", "1"],
-        ),
-        (
-            "seed 7, jobs 2",
-            &["--replications", "3", "--seed", "7", "--jobs", "2"],
-        ),
-        (
-            "seed 7, default jobs",
-            &["--replications", "3", "--seed", "7"],
-        ),
-        (
-            "seed 8, jobs 2",
-            &["--replications", "3", "--seed", "8", "--jobs", "2"],
-        ),
+        ("seed 7, jobs 1", &["--replications", "3", "--seed", "7", "--jobs", "1"]),
+        ("seed 7, jobs 1, again", &["--replications", "3", "--seed", "7", "--jobs", "1"]),
+        ("seed 7, jobs 2", &["--replications", "3", "--seed", "7", "--jobs", "2"]),
+        ("seed 7, default jobs", &["--replications", "3", "--seed", "7"]),
+        ("seed 8, jobs 2", &["--replications", "3", "--seed", "8", "--jobs", "2"]),
     ];
     let (_tmp, outs) = run_all(crate_root(), QUICKSTART, configs);
 
@@ -99,11 +78,7 @@ fn same_seed_gives_identical_bytes_with_any_jobs_and_another_seed_does_not() {
         let reference = read(&outs[0], file);
         assert!(!reference.is_empty(), "{file} is empty");
         for (i, (what, _)) in configs.iter().enumerate().take(4).skip(1) {
-            assert!(
-                read(&outs[i], file) == reference,
-                "{file} differs between \"{}\" and \"{what}\"",
-                configs[0].0
-            );
+            assert!(read(&outs[i], file) == reference, "{file} differs between \"{}\" and \"{what}\"", configs[0].0);
         }
     }
 
@@ -218,34 +193,17 @@ fn offered_by_variant(timeseries: &[u8]) -> Vec<(String, Offered)> {
             .position(|h| h == name)
             .unwrap_or_else(|| panic!("timeseries.csv has no column {name}: {headers:?}"))
     };
-    let (v, r, t, o) = (
-        col("variant"),
-        col("replication"),
-        col("t_s"),
-        col("offered_per_s"),
-    );
+    let (v, r, t, o) = (col("variant"), col("replication"), col("t_s"), col("offered_per_s"));
     let mut out: Vec<(String, Offered)> = Vec::new();
     for rec in rdr.records() {
         let rec = rec.expect("timeseries.csv record");
         let variant = rec[v].to_string();
         if out.last().map(|(n, _)| n != &variant).unwrap_or(true) {
-            assert!(
-                out.iter().all(|(n, _)| n != &variant),
-                "rows of variant {variant} are not contiguous"
-            );
+            assert!(out.iter().all(|(n, _)| n != &variant), "rows of variant {variant} are not contiguous");
             out.push((variant.clone(), Offered::new()));
         }
-        let prev = out
-            .last_mut()
-            .unwrap()
-            .1
-            .insert((rec[r].to_string(), rec[t].to_string()), rec[o].to_string());
-        assert!(
-            prev.is_none(),
-            "two rows for variant {variant}, replication {}, t_s {}",
-            &rec[r],
-            &rec[t]
-        );
+        let prev = out.last_mut().unwrap().1.insert((rec[r].to_string(), rec[t].to_string()), rec[o].to_string());
+        assert!(prev.is_none(), "two rows for variant {variant}, replication {}, t_s {}", &rec[r], &rec[t]);
     }
     out
 }
@@ -269,19 +227,10 @@ fn variants_are_compared_under_common_random_numbers() {
     // bin that only one variant has must show no arrivals.
     let offered = offered_by_variant(&read(&out, "timeseries.csv"));
     let names: Vec<&str> = offered.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(
-        names,
-        ["no-retries", "immediate", "backoff", "short-timeout"]
-    );
+    assert_eq!(names, ["no-retries", "immediate", "backoff", "short-timeout"]);
     let (base_name, base) = &offered[0];
-    let bins_before_end = base
-        .keys()
-        .filter(|(_, t)| t.parse::<f64>().unwrap() < 20.0);
-    assert_eq!(
-        bins_before_end.count(),
-        3 * 200,
-        "3 replications × 200 bins of 100 ms"
-    );
+    let bins_before_end = base.keys().filter(|(_, t)| t.parse::<f64>().unwrap() < 20.0);
+    assert_eq!(bins_before_end.count(), 3 * 200, "3 replications × 200 bins of 100 ms");
     for (name, other) in &offered[1..] {
         for key in base.keys().chain(other.keys()) {
             match (base.get(key), other.get(key)) {
@@ -301,17 +250,8 @@ fn variants_are_compared_under_common_random_numbers() {
         }
     }
     // Replications are seeded differently: their arrivals differ.
-    let series = |rep: &str| -> Vec<&String> {
-        base.iter()
-            .filter(|((r, _), _)| r == rep)
-            .map(|(_, v)| v)
-            .collect()
-    };
-    assert_ne!(
-        series("0"),
-        series("1"),
-        "replications 0 and 1 have the same arrivals"
-    );
+    let series = |rep: &str| -> Vec<&String> { base.iter().filter(|((r, _), _)| r == rep).map(|(_, v)| v).collect() };
+    assert_ne!(series("0"), series("1"), "replications 0 and 1 have the same arrivals");
 
     // Intents per replication are identical across variants, attempts are not.
     let json = read_json(&out);
@@ -322,10 +262,7 @@ fn variants_are_compared_under_common_random_numbers() {
             .as_array()
             .unwrap_or_else(|| panic!("{m}.values of variant {i} is not an array"))
             .iter()
-            .map(|x| {
-                x.as_f64()
-                    .unwrap_or_else(|| panic!("{m} value {x} is not a number"))
-            })
+            .map(|x| x.as_f64().unwrap_or_else(|| panic!("{m} value {x} is not a number")))
             .collect()
     };
     let intents = metric(0, "intents");
@@ -342,14 +279,8 @@ fn variants_are_compared_under_common_random_numbers() {
         );
     }
     // The variants really are different: retries add attempts.
-    let attempts: Vec<Vec<f64>> = (0..variants.len())
-        .map(|i| metric(i, "attempts_per_intent"))
-        .collect();
-    assert!(
-        attempts[0].iter().all(|&a| a == 1.0),
-        "no retries: one attempt per intent, got {:?}",
-        attempts[0]
-    );
+    let attempts: Vec<Vec<f64>> = (0..variants.len()).map(|i| metric(i, "attempts_per_intent")).collect();
+    assert!(attempts[0].iter().all(|&a| a == 1.0), "no retries: one attempt per intent, got {:?}", attempts[0]);
     for (i, a) in attempts.iter().enumerate().skip(1) {
         assert!(
             a.iter().all(|&x| x > 1.05),
@@ -383,17 +314,11 @@ const METRICS: [&str; 15] = [
 
 /// Metrics this version of the model does not produce: null, never 0.
 /// (`retries_denied_budget` is null because the quick start has no budget.)
-const NOT_PRODUCED: [&str; 3] = [
-    "retries_denied_budget",
-    "recovery_time_s",
-    "recovered_fraction",
-];
+const NOT_PRODUCED: [&str; 1] = ["retries_denied_budget"];
 
 /// Checks one metric object `{ mean, ci95: [lo, hi], values: [...] }`.
 fn check_metric(what: &str, m: &Value, replications: usize) {
-    let obj = m
-        .as_object()
-        .unwrap_or_else(|| panic!("{what} is not an object: {m}"));
+    let obj = m.as_object().unwrap_or_else(|| panic!("{what} is not an object: {m}"));
     for key in ["mean", "ci95", "values"] {
         assert!(obj.contains_key(key), "{what} has no `{key}`: {m}");
     }
@@ -403,10 +328,7 @@ fn check_metric(what: &str, m: &Value, replications: usize) {
     assert!(mean.is_null() || mean.is_number(), "{what}.mean is {mean}");
     if let Some(vs) = values.as_array() {
         assert_eq!(vs.len(), replications, "{what}.values: one per replication");
-        assert!(
-            vs.iter().all(|v| v.is_null() || v.is_number()),
-            "{what}.values: {values}"
-        );
+        assert!(vs.iter().all(|v| v.is_null() || v.is_number()), "{what}.values: {values}");
         if vs.iter().all(Value::is_null) {
             assert!(mean.is_null(), "{what}: no values but a mean {mean}");
         } else {
@@ -421,35 +343,23 @@ fn check_metric(what: &str, m: &Value, replications: usize) {
     } else if !ci.is_null() {
         let pair = ci.as_array().expect("ci95 is an array");
         assert_eq!(pair.len(), 2, "{what}.ci95: [lo, hi]");
-        let (lo, hi, x) = (
-            pair[0].as_f64().expect("ci95 lo"),
-            pair[1].as_f64().expect("ci95 hi"),
-            mean.as_f64().unwrap(),
-        );
+        let (lo, hi, x) =
+            (pair[0].as_f64().expect("ci95 lo"), pair[1].as_f64().expect("ci95 hi"), mean.as_f64().unwrap());
         let eps = 1e-9 * x.abs().max(1.0);
-        assert!(
-            lo <= x + eps && x <= hi + eps,
-            "{what}: mean {x} outside ci95 [{lo}, {hi}]"
-        );
+        assert!(lo <= x + eps && x <= hi + eps, "{what}: mean {x} outside ci95 [{lo}, {hi}]");
     }
 }
 
 #[test]
 fn summary_json_has_the_documented_shape() {
-    let (_tmp, outs) = run_all(
-        crate_root(),
-        QUICKSTART,
-        &[("quickstart", &["--replications", "3", "--jobs", "2"])],
-    );
+    let (_tmp, outs) = run_all(crate_root(), QUICKSTART, &[("quickstart", &["--replications", "3", "--jobs", "2"])]);
     let json = read_json(&outs[0]);
     assert_eq!(json["schema"], "retrysim.summary/1");
     let variants = json["variants"].as_array().expect("variants is an array");
     assert_eq!(variants.len(), 4, "quickstart has four variants");
     for v in variants {
         let name = v["name"].as_str().expect("variant name is a string");
-        let metrics = v["metrics"]
-            .as_object()
-            .unwrap_or_else(|| panic!("{name}: metrics is not an object"));
+        let metrics = v["metrics"].as_object().unwrap_or_else(|| panic!("{name}: metrics is not an object"));
         for m in METRICS {
             assert!(metrics.contains_key(m), "{name}: metric {m} missing");
         }
@@ -458,58 +368,30 @@ fn summary_json_has_the_documented_shape() {
         }
         for m in NOT_PRODUCED {
             let obj = &metrics[m];
-            assert!(
-                obj["mean"].is_null(),
-                "{name}: {m}.mean is {} (want null)",
-                obj["mean"]
-            );
-            assert!(
-                obj["ci95"].is_null(),
-                "{name}: {m}.ci95 is {} (want null)",
-                obj["ci95"]
-            );
-            let values_null = obj["values"].is_null()
-                || obj["values"]
-                    .as_array()
-                    .is_some_and(|a| a.iter().all(Value::is_null));
-            assert!(
-                values_null,
-                "{name}: {m}.values is {} (want null)",
-                obj["values"]
-            );
+            assert!(obj["mean"].is_null(), "{name}: {m}.mean is {} (want null)", obj["mean"]);
+            assert!(obj["ci95"].is_null(), "{name}: {m}.ci95 is {} (want null)", obj["ci95"]);
+            let values_null =
+                obj["values"].is_null() || obj["values"].as_array().is_some_and(|a| a.iter().all(Value::is_null));
+            assert!(values_null, "{name}: {m}.values is {} (want null)", obj["values"]);
         }
         // Produced metrics have a value in every replication.
-        for m in [
-            "intents",
-            "success_rate",
-            "attempts_per_intent",
-            "amplification",
-        ] {
+        for m in ["intents", "success_rate", "attempts_per_intent", "amplification"] {
             let vs = metrics[m]["values"].as_array().unwrap();
             assert!(vs.iter().all(Value::is_number), "{name}: {m} = {vs:?}");
         }
-        assert!(
-            v["amplification_service"].is_string(),
-            "{name}: amplification_service missing"
-        );
+        assert!(v["amplification_service"].is_string(), "{name}: amplification_service missing");
         for group in ["edges", "services"] {
-            let items = v[group]
-                .as_object()
-                .unwrap_or_else(|| panic!("{name}: {group} is not an object: {}", v[group]));
+            let items =
+                v[group].as_object().unwrap_or_else(|| panic!("{name}: {group} is not an object: {}", v[group]));
             assert!(!items.is_empty(), "{name}: {group} is empty");
             for (item, ms) in items {
-                let ms = ms
-                    .as_object()
-                    .unwrap_or_else(|| panic!("{name}: {group}.{item} is not an object"));
+                let ms = ms.as_object().unwrap_or_else(|| panic!("{name}: {group}.{item} is not an object"));
                 for (m, obj) in ms {
                     check_metric(&format!("{name}: {group}.{item}.{m}"), obj, 3);
                 }
             }
         }
-        assert!(
-            v["latency_cdf"].as_array().is_some_and(|a| !a.is_empty()),
-            "{name}: latency_cdf is missing or empty"
-        );
+        assert!(v["latency_cdf"].as_array().is_some_and(|a| !a.is_empty()), "{name}: latency_cdf is missing or empty");
     }
 
     // timeseries.csv columns (DESIGN §5), for quickstart's one service `api`.

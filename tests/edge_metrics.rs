@@ -36,9 +36,7 @@ probability = 0.5
 "#,
     );
     for r in run(&exp, 3) {
-        let edge = |name: &str| {
-            r.edges.iter().find(|(n, _)| n == name).unwrap().1["attempts_per_intent"].unwrap()
-        };
+        let edge = |name: &str| r.edges.iter().find(|(n, _)| n == name).unwrap().1["attempts_per_intent"].unwrap();
         // web never retries: exactly one attempt per web intent.
         assert_eq!(edge("web->api"), 1.0);
         // batch: (1 - 0.5^3) / 0.5 = 1.75 attempts per batch intent (2000 intents:

@@ -52,48 +52,21 @@ const CRASH: &str = "\n[[faults]]\nkind = \"crash\"\ntarget = \"orders\"\nstart 
 #[test]
 fn keys_and_a_durable_atomic_ledger_leave_no_duplicate_and_success_unchanged() {
     let without = run(&load(&keyed("", "")), 3);
-    let with = run(
-        &load(&keyed(
-            "idempotency = { store = \"durable\", atomic = true }",
-            "",
-        )),
-        3,
-    );
+    let with = run(&load(&keyed("idempotency = { store = \"durable\", atomic = true }", "")), 3);
     // Without a ledger the key does nothing: about 10% of intents are duplicated.
     let share = mean(&without, "duplicate_intents") / mean(&without, "intents");
-    assert!(
-        (share - 0.1).abs() < 0.01,
-        "no ledger: duplicated share {share}"
-    );
+    assert!((share - 0.1).abs() < 0.01, "no ledger: duplicated share {share}");
     assert_eq!(mean(&with, "duplicate_intents"), 0.0);
-    assert!(
-        mean(&with, "ledger_replays") > 0.0,
-        "lost answers were replayed"
-    );
+    assert!(mean(&with, "ledger_replays") > 0.0, "lost answers were replayed");
     let (a, b) = (mean(&without, "success_rate"), mean(&with, "success_rate"));
-    assert!(
-        (a - b).abs() < 1e-3,
-        "success {a} without vs {b} with the ledger"
-    );
+    assert!((a - b).abs() < 1e-3, "success {a} without vs {b} with the ledger");
 }
 
 #[test]
 fn a_memory_ledger_and_a_crash_duplicate_again_but_a_durable_one_does_not() {
-    let memory = run(
-        &load(&keyed("idempotency = { store = \"memory\" }", CRASH)),
-        3,
-    );
-    let durable = run(
-        &load(&keyed(
-            "idempotency = { store = \"durable\", lease = \"1s\" }",
-            CRASH,
-        )),
-        3,
-    );
-    assert!(
-        mean(&memory, "duplicate_intents") > 0.0,
-        "the crash emptied the memory ledger"
-    );
+    let memory = run(&load(&keyed("idempotency = { store = \"memory\" }", CRASH)), 3);
+    let durable = run(&load(&keyed("idempotency = { store = \"durable\", lease = \"1s\" }", CRASH)), 3);
+    assert!(mean(&memory, "duplicate_intents") > 0.0, "the crash emptied the memory ledger");
     assert_eq!(mean(&durable, "duplicate_intents"), 0.0);
     // The crash reset requests in progress; their placeholders were recovered after the lease.
     assert!(mean(&durable, "ledger_recoveries") > 0.0);
@@ -112,30 +85,15 @@ fn a_non_atomic_ledger_and_a_crash_between_write_and_record_duplicate() {
         3,
     );
     assert!(mean(&runs, "duplicate_intents") > 0.0);
-    let atomic = run(
-        &load(&keyed(
-            "idempotency = { store = \"durable\", atomic = true, lease = \"1s\" }",
-            CRASH,
-        )),
-        3,
-    );
+    let atomic = run(&load(&keyed("idempotency = { store = \"durable\", atomic = true, lease = \"1s\" }", CRASH)), 3);
     assert_eq!(mean(&atomic, "duplicate_intents"), 0.0);
 }
 
 #[test]
 fn a_never_expiring_lease_leaves_placeholders_stuck_after_a_crash() {
-    let runs = run(
-        &load(&keyed(
-            "idempotency = { store = \"durable\", lease = \"never\" }",
-            CRASH,
-        )),
-        2,
-    );
+    let runs = run(&load(&keyed("idempotency = { store = \"durable\", lease = \"never\" }", CRASH)), 2);
     assert!(mean(&runs, "stuck_placeholders") > 0.0);
-    assert!(
-        mean(&runs, "ledger_409") > 0.0,
-        "retries of the crashed requests get 409 forever"
-    );
+    assert!(mean(&runs, "ledger_409") > 0.0, "retries of the crashed requests get 409 forever");
 }
 
 #[test]
@@ -171,17 +129,9 @@ idempotency = { ttl = "1h" }
         let rejected = r.failures.get("422").copied().unwrap_or(0) as f64;
         // A reused key is the previous intent's: it has a record (another
         // body: 422) unless that intent reused a key itself: r (1 - r) = 0.16.
-        assert!(
-            (rejected / intents - 0.16).abs() < 0.025,
-            "422 share {}",
-            rejected / intents
-        );
+        assert!((rejected / intents - 0.16).abs() < 0.025, "422 share {}", rejected / intents);
         assert_eq!(r.metrics["ledger_422"], Some(rejected));
-        assert_eq!(
-            r.metrics["ledger_replays"],
-            Some(0.0),
-            "no conflicting request got the old result"
-        );
+        assert_eq!(r.metrics["ledger_replays"], Some(0.0), "no conflicting request got the old result");
         assert_eq!(r.metrics["duplicate_intents"], Some(0.0));
     }
 }
@@ -219,11 +169,7 @@ idempotency = {{ in_progress = "{mode}" }}
         ));
         for r in run(&exp, 2) {
             assert_eq!(r.metrics["duplicate_intents"], Some(0.0), "{mode}");
-            assert_eq!(
-                r.effects[0].1["commits_per_intent"],
-                Some(1.0),
-                "{mode}: one execution per intent"
-            );
+            assert_eq!(r.effects[0].1["commits_per_intent"], Some(1.0), "{mode}: one execution per intent");
             assert_eq!(r.metrics["ledger_409"].unwrap() > 0.0, expect_409, "{mode}");
         }
     }

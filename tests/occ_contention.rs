@@ -42,10 +42,7 @@ occ = {{ rows = 1 }}
             let got = r.metrics["success_rate"].unwrap();
             let n = r.metrics["intents"].unwrap();
             let tolerance = 5.0 * (want * (1.0 - want) / n).sqrt() + 1e-3;
-            assert!(
-                (got - want).abs() < tolerance,
-                "{rate}: success {got} vs {want} ± {tolerance}"
-            );
+            assert!((got - want).abs() < tolerance, "{rate}: success {got} vs {want} ± {tolerance}");
             if lambda > 1.0 {
                 assert!(r.failures.keys().all(|k| k == "412"), "{:?}", r.failures);
             }
@@ -59,11 +56,7 @@ fn jitter_does_several_times_less_work_and_plain_exponential_takes_longest() {
     let exp = load_experiment(&path, &[]).unwrap();
     let set = run_all(&exp.variants, Some(5), 0).unwrap();
     let mean = |variant: &str, key: &str| {
-        let v = set
-            .variants
-            .iter()
-            .find(|v| v.scenario.variant == variant)
-            .unwrap();
+        let v = set.variants.iter().find(|v| v.scenario.variant == variant).unwrap();
         v.runs.iter().map(|r| r.metrics[key].unwrap()).sum::<f64>() / v.runs.len() as f64
     };
     let none = mean("no backoff", "attempts_per_intent");
@@ -71,15 +64,9 @@ fn jitter_does_several_times_less_work_and_plain_exponential_takes_longest() {
     for v in ["full jitter", "equal jitter", "decorrelated jitter"] {
         assert_eq!(mean(v, "success_rate"), 1.0);
         let work = mean(v, "attempts_per_intent");
-        assert!(
-            none > 3.0 * work,
-            "{v}: {work} attempts vs {none} without backoff"
-        );
+        assert!(none > 3.0 * work, "{v}: {work} attempts vs {none} without backoff");
         let done = mean(v, "latency_p999_s");
-        assert!(
-            plain_done > 10.0 * done,
-            "{v}: done in {done} s vs {plain_done} s without jitter"
-        );
+        assert!(plain_done > 10.0 * done, "{v}: done in {done} s vs {plain_done} s without jitter");
     }
     assert!(plain_done > 10.0 * mean("no backoff", "latency_p999_s"));
 }

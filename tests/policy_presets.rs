@@ -45,10 +45,7 @@ fn preset_files() -> Vec<PathBuf> {
 }
 
 fn stem(path: &Path) -> String {
-    path.file_stem()
-        .expect("file stem")
-        .to_string_lossy()
-        .into_owned()
+    path.file_stem().expect("file stem").to_string_lossy().into_owned()
 }
 
 fn preset(name: &str) -> Policy {
@@ -57,15 +54,11 @@ fn preset(name: &str) -> Policy {
 }
 
 fn budget(p: &Policy) -> BudgetSpec {
-    p.budget
-        .unwrap_or_else(|| panic!("{} has no [budget]", p.name))
+    p.budget.unwrap_or_else(|| panic!("{} has no [budget]", p.name))
 }
 
 fn retry_on(entries: &[&str]) -> RetryOn {
-    let parsed: Vec<_> = entries
-        .iter()
-        .map(|e| RetryOn::parse_entry(e).expect("a valid retry_on entry"))
-        .collect();
+    let parsed: Vec<_> = entries.iter().map(|e| RetryOn::parse_entry(e).expect("a valid retry_on entry")).collect();
     RetryOn::from_entries(&parsed)
 }
 
@@ -75,17 +68,13 @@ fn every_preset_is_listed() {
     found.sort();
     let mut listed: Vec<String> = PRESETS.iter().map(|s| s.to_string()).collect();
     listed.sort();
-    assert_eq!(
-        found, listed,
-        "files under policies/ vs the presets this test pins"
-    );
+    assert_eq!(found, listed, "files under policies/ vs the presets this test pins");
 }
 
 #[test]
 fn every_preset_loads_and_is_named_after_its_file() {
     for path in preset_files() {
-        let policy = load_policy_file(&path)
-            .unwrap_or_else(|e| panic!("{} does not load: {e}", path.display()));
+        let policy = load_policy_file(&path).unwrap_or_else(|e| panic!("{} does not load: {e}", path.display()));
         assert_eq!(policy.name, stem(&path), "name in {}", path.display());
         assert!(
             policy.per_try_timeout != NEVER || policy.deadline != NEVER,
@@ -99,10 +88,7 @@ fn every_preset_loads_and_is_named_after_its_file() {
 /// whose service fails 30% of calls with 503, so that retries happen.
 fn experiment_with(path: &Path) -> String {
     let shown = path.display().to_string();
-    assert!(
-        !shown.contains('\''),
-        "the path {shown} cannot go into a TOML literal string"
-    );
+    assert!(!shown.contains('\''), "the path {shown} cannot go into a TOML literal string");
     format!(
         r#"
 [experiment]
@@ -144,23 +130,18 @@ fn run_preset(dir: &Path, path: &Path) -> (f64, f64) {
     let name = stem(path);
     let exp_path = dir.join(format!("{name}.toml"));
     std::fs::write(&exp_path, experiment_with(path)).expect("write the experiment");
-    let exp = load_experiment(&exp_path, &[])
-        .unwrap_or_else(|e| panic!("the experiment using {name} does not load: {e}"));
+    let exp =
+        load_experiment(&exp_path, &[]).unwrap_or_else(|e| panic!("the experiment using {name} does not load: {e}"));
     assert_eq!(
         exp.variants[0].clients[0].policy,
         load_policy_file(path).expect("loads"),
         "{name}: the experiment holds the preset as its file says"
     );
-    let set = run_all(&exp.variants, Some(1), 1)
-        .unwrap_or_else(|e| panic!("the experiment using {name} does not run: {e}"));
+    let set =
+        run_all(&exp.variants, Some(1), 1).unwrap_or_else(|e| panic!("the experiment using {name} does not run: {e}"));
     let run = &set.variants[0].runs[0];
-    let metric = |key: &str| {
-        run.metrics
-            .get(key)
-            .copied()
-            .flatten()
-            .unwrap_or_else(|| panic!("{name}: no value for {key}"))
-    };
+    let metric =
+        |key: &str| run.metrics.get(key).copied().flatten().unwrap_or_else(|| panic!("{name}: no value for {key}"));
     assert!(metric("intents") > 500.0, "{name}: intents");
     let (success, attempts) = (metric("success_rate"), metric("attempts_per_intent"));
     println!("{name}: success {success:.3}, attempts/intent {attempts:.3}");
@@ -172,10 +153,7 @@ fn every_preset_runs_in_a_small_experiment() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let (baseline, one) = run_preset(dir.path(), &policies_dir().join("no-retries.toml"));
     assert_eq!(one, 1.0, "no-retries: one attempt per intent");
-    assert!(
-        (baseline - 0.7).abs() < 0.06,
-        "no-retries: success {baseline}"
-    );
+    assert!((baseline - 0.7).abs() < 0.06, "no-retries: success {baseline}");
     for path in preset_files() {
         let name = stem(&path);
         if name == "no-retries" {
@@ -186,10 +164,7 @@ fn every_preset_runs_in_a_small_experiment() {
         // arrivals and fault draws, a service with spare capacity) more
         // successes than without retries.
         assert!(attempts > 1.0, "{name}: attempts/intent {attempts}");
-        assert!(
-            success > baseline + 0.02,
-            "{name}: success {success} vs {baseline} without retries"
-        );
+        assert!(success > baseline + 0.02, "{name}: success {success} vs {baseline} without retries");
     }
 }
 
@@ -197,17 +172,9 @@ fn every_preset_runs_in_a_small_experiment() {
 fn the_aws_blog_presets_differ_only_in_jitter() {
     let full = preset("exponential-full-jitter");
     for (name, kind, jitter) in [
-        (
-            "exponential-no-jitter",
-            BackoffKind::Exponential,
-            Jitter::None,
-        ),
+        ("exponential-no-jitter", BackoffKind::Exponential, Jitter::None),
         ("equal-jitter", BackoffKind::Exponential, Jitter::Equal),
-        (
-            "decorrelated-jitter",
-            BackoffKind::Decorrelated,
-            Jitter::None,
-        ),
+        ("decorrelated-jitter", BackoffKind::Decorrelated, Jitter::None),
     ] {
         let p = preset(name);
         assert_eq!(p.max_attempts, 6, "{name}");
@@ -232,23 +199,13 @@ fn grpc_default_is_the_a6_example_with_proportional_jitter_and_retry_throttling(
     assert_eq!(p.backoff.cap, S, "maxBackoff");
     assert_eq!(p.backoff.multiplier, 2.0, "backoffMultiplier");
     assert_eq!(p.backoff.jitter, Jitter::Proportional(0.2), "A6 since 2024");
-    assert_eq!(
-        p.retry_on,
-        retry_on(&["connect_error", "503"]),
-        "UNAVAILABLE"
-    );
+    assert_eq!(p.retry_on, retry_on(&["connect_error", "503"]), "UNAVAILABLE");
     assert_eq!(p.per_try_timeout, NEVER, "gRPC has no per-attempt timeout");
     assert_ne!(p.deadline, NEVER);
     assert!(p.respect_retry_after, "grpc-retry-pushback-ms");
     assert_eq!(
         budget(&p),
-        BudgetSpec {
-            kind: BudgetKind::TokenBucket {
-                max_tokens: 10.0,
-                token_ratio: 0.1
-            },
-            scope: BudgetScope::Client,
-        },
+        BudgetSpec { kind: BudgetKind::TokenBucket { max_tokens: 10.0, token_ratio: 0.1 }, scope: BudgetScope::Client },
         "retryThrottling"
     );
 }
@@ -323,10 +280,7 @@ fn envoy_default_is_one_retry_with_25ms_jittered_backoff() {
     assert_eq!(
         budget(&p),
         BudgetSpec {
-            kind: BudgetKind::Concurrency {
-                budget_percent: 0.0,
-                min_retry_concurrency: 3,
-            },
+            kind: BudgetKind::Concurrency { budget_percent: 0.0, min_retry_concurrency: 3 },
             scope: BudgetScope::Client,
         },
         "circuit breaker max_retries = 3"
@@ -339,48 +293,26 @@ fn finagle_budget_is_the_default_retry_budget_on_the_full_jitter_loop() {
     assert_eq!(
         budget(&p),
         BudgetSpec {
-            kind: BudgetKind::Ratio {
-                ratio: 0.2,
-                min_per_sec: 10.0,
-                ttl: 10 * S,
-            },
+            kind: BudgetKind::Ratio { ratio: 0.2, min_per_sec: 10.0, ttl: 10 * S },
             scope: BudgetScope::Client,
         },
         "percentCanRetry 0.2, minRetriesPerSec 10, ttl 10 s"
     );
     // Everything but the budget is the exponential-full-jitter preset.
     let full = preset("exponential-full-jitter");
-    assert_eq!(
-        Policy {
-            name: full.name.clone(),
-            budget: None,
-            ..p
-        },
-        full
-    );
+    assert_eq!(Policy { name: full.name.clone(), budget: None, ..p }, full);
 }
 
 #[test]
 fn sre_book_allows_three_attempts_and_ten_percent_retries() {
     let p = preset("sre-book");
-    assert_eq!(
-        p.max_attempts, 3,
-        "per-request retry budget of three attempts"
-    );
+    assert_eq!(p.max_attempts, 3, "per-request retry budget of three attempts");
     assert_eq!(p.backoff.kind, BackoffKind::Exponential);
-    assert_eq!(
-        p.backoff.jitter,
-        Jitter::Full,
-        "randomized exponential backoff"
-    );
+    assert_eq!(p.backoff.jitter, Jitter::Full, "randomized exponential backoff");
     let b = budget(&p);
     assert_eq!(b.scope, BudgetScope::Client, "per-client retry budget");
     match b.kind {
-        BudgetKind::Ratio {
-            ratio,
-            min_per_sec,
-            ttl,
-        } => {
+        BudgetKind::Ratio { ratio, min_per_sec, ttl } => {
             assert_eq!(ratio, 0.1, "retries below 10%");
             assert_eq!(min_per_sec, 1.0);
             assert_eq!(ttl, 10 * S);
@@ -405,8 +337,5 @@ fn the_original_presets_are_unchanged() {
     assert_eq!(full.backoff.kind, BackoffKind::Exponential);
     assert_eq!(full.backoff.base, 100 * MS);
     assert_eq!(full.backoff.cap, 5 * S);
-    assert_eq!(
-        full.retry_on,
-        retry_on(&["connect_error", "timeout", "503"])
-    );
+    assert_eq!(full.retry_on, retry_on(&["connect_error", "timeout", "503"]));
 }

@@ -19,8 +19,8 @@
 mod common;
 
 use common::{
-    assert_covers, erlang_b, metric, mmc_mean_queue, mmc_mean_sojourn, mmck_blocking,
-    mmck_mean_queue, mmck_mean_sojourn, run, service_metric,
+    assert_covers, erlang_b, metric, mmc_mean_queue, mmc_mean_sojourn, mmck_blocking, mmck_mean_queue,
+    mmck_mean_sojourn, run, service_metric,
 };
 
 /// Warmup cut from every run: the queues here relax within tens of
@@ -31,17 +31,8 @@ const WARMUP_S: u32 = 5;
 /// no timeout) to one service `api` with `workers` workers, exponential
 /// service times of mean 1/`mu` and waiting room `queue` (`None` =
 /// unbounded), over zero network latency.
-fn queue_experiment(
-    lambda: f64,
-    mu: f64,
-    workers: u32,
-    queue: Option<u32>,
-    duration_s: u32,
-    seed: u64,
-) -> String {
-    let queue = queue
-        .map(|l| format!("queue = {{ limit = {l} }}\n"))
-        .unwrap_or_default();
+fn queue_experiment(lambda: f64, mu: f64, workers: u32, queue: Option<u32>, duration_s: u32, seed: u64) -> String {
+    let queue = queue.map(|l| format!("queue = {{ limit = {l} }}\n")).unwrap_or_default();
     let mean_us = 1e6 / mu;
     format!(
         r#"
@@ -83,42 +74,17 @@ fn mm1_sojourn_time_is_exponential() {
     let runs = run(&exp, 20);
     let rate = mu - lambda;
     // Poisson arrivals: λ × (duration − warmup) intents are counted on average.
-    assert_covers(
-        "M/M/1 intents",
-        lambda * (duration_s - WARMUP_S) as f64,
-        metric(&runs, "intents"),
-        0.01,
-    );
-    assert_covers(
-        "M/M/1 success_rate",
-        1.0,
-        metric(&runs, "success_rate"),
-        1e-9,
-    );
-    assert_covers(
-        "M/M/1 latency_mean_s = 1/(μ-λ)",
-        1.0 / rate,
-        metric(&runs, "latency_mean_s"),
-        0.05,
-    );
+    assert_covers("M/M/1 intents", lambda * (duration_s - WARMUP_S) as f64, metric(&runs, "intents"), 0.01);
+    assert_covers("M/M/1 success_rate", 1.0, metric(&runs, "success_rate"), 1e-9);
+    assert_covers("M/M/1 latency_mean_s = 1/(μ-λ)", 1.0 / rate, metric(&runs, "latency_mean_s"), 0.05);
     assert_covers(
         "M/M/1 latency_p50_s = ln2/(μ-λ)",
         std::f64::consts::LN_2 / rate,
         metric(&runs, "latency_p50_s"),
         0.05,
     );
-    assert_covers(
-        "M/M/1 latency_p99_s = ln100/(μ-λ)",
-        100f64.ln() / rate,
-        metric(&runs, "latency_p99_s"),
-        0.05,
-    );
-    assert_covers(
-        "M/M/1 utilization = ρ",
-        rho,
-        service_metric(&runs, "api", "utilization"),
-        0.01,
-    );
+    assert_covers("M/M/1 latency_p99_s = ln100/(μ-λ)", 100f64.ln() / rate, metric(&runs, "latency_p99_s"), 0.05);
+    assert_covers("M/M/1 utilization = ρ", rho, service_metric(&runs, "api", "utilization"), 0.01);
     assert_covers(
         "M/M/1 queue_len = ρ²/(1-ρ)",
         rho * rho / (1.0 - rho),
@@ -134,24 +100,14 @@ fn mmc_mean_sojourn_matches_erlang_c() {
     let (c, lambda, mu) = (4, 3200.0, 1000.0);
     let exp = common::load(&queue_experiment(lambda, mu, c, None, 100, 202));
     let runs = run(&exp, 20);
-    assert_covers(
-        "M/M/4 success_rate",
-        1.0,
-        metric(&runs, "success_rate"),
-        1e-9,
-    );
+    assert_covers("M/M/4 success_rate", 1.0, metric(&runs, "success_rate"), 1e-9);
     assert_covers(
         "M/M/4 latency_mean_s (Erlang C)",
         mmc_mean_sojourn(c, lambda, mu),
         metric(&runs, "latency_mean_s"),
         0.05,
     );
-    assert_covers(
-        "M/M/4 utilization = ρ",
-        lambda / (c as f64 * mu),
-        service_metric(&runs, "api", "utilization"),
-        0.01,
-    );
+    assert_covers("M/M/4 utilization = ρ", lambda / (c as f64 * mu), service_metric(&runs, "api", "utilization"), 0.01);
     assert_covers(
         "M/M/4 queue_len = C·ρ/(1-ρ)",
         mmc_mean_queue(c, lambda, mu),
@@ -169,16 +125,8 @@ fn check_mmck(label: &str, c: u32, limit: u32, lambda: f64, mu: f64, seed: u64) 
     let a = lambda / mu;
     let exp = common::load(&queue_experiment(lambda, mu, c, Some(limit), 100, seed));
     let runs = run(&exp, 16);
-    let blocked: Vec<Option<f64>> = metric(&runs, "success_rate")
-        .into_iter()
-        .map(|s| s.map(|s| 1.0 - s))
-        .collect();
-    assert_covers(
-        &format!("{label} blocking P_K"),
-        mmck_blocking(c, a, k),
-        blocked,
-        0.05,
-    );
+    let blocked: Vec<Option<f64>> = metric(&runs, "success_rate").into_iter().map(|s| s.map(|s| 1.0 - s)).collect();
+    assert_covers(&format!("{label} blocking P_K"), mmck_blocking(c, a, k), blocked, 0.05);
     assert_covers(
         &format!("{label} latency_mean_s"),
         mmck_mean_sojourn(c, lambda, mu, k),

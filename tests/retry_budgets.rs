@@ -52,21 +52,12 @@ fn without_a_budget_attempts_follow_the_geometric_formula_and_nothing_is_denied_
     // (1 - 0.9^5) / (1 - 0.9) = 4.0951
     assert!((amp - 4.0951).abs() < 0.05, "amplification {amp}");
     // No budget configured: the metric has no value (null), not 0.
-    assert!(
-        metric(&runs, "retries_denied_budget")
-            .iter()
-            .all(Option::is_none)
-    );
+    assert!(metric(&runs, "retries_denied_budget").iter().all(Option::is_none));
 }
 
 #[test]
 fn a_shared_grpc_token_bucket_keeps_amplification_near_one_and_counts_denials() {
-    let runs = run(
-        &load(&experiment(
-            r#", budget = { kind = "token_bucket", scope = "shared" }"#,
-        )),
-        4,
-    );
+    let runs = run(&load(&experiment(r#", budget = { kind = "token_bucket", scope = "shared" }"#)), 4);
     let amp = mean(&metric(&runs, "amplification"));
     let intents = mean(&metric(&runs, "intents"));
     let denied = mean(&metric(&runs, "retries_denied_budget"));
@@ -74,10 +65,7 @@ fn a_shared_grpc_token_bucket_keeps_amplification_near_one_and_counts_denials() 
     // each retried failure takes one: about 0.01 retries per intent.
     assert!(amp < 1.0 + 0.1, "amplification {amp}");
     // Nearly every failed first attempt was refused by the budget.
-    assert!(
-        denied > 0.85 * 0.9 * intents,
-        "denied {denied} of {intents}"
-    );
+    assert!(denied > 0.85 * 0.9 * intents, "denied {denied} of {intents}");
 }
 
 #[test]
@@ -90,10 +78,7 @@ fn a_token_bucket_does_not_throttle_when_failures_are_rare() {
     assert!((amp - 1.05263).abs() < 0.003, "amplification {amp}");
     // Only chance clusters of failures ever dip the bucket to its threshold.
     let denied = mean(&metric(&runs, "retries_denied_budget"));
-    assert!(
-        denied < 0.001 * mean(&metric(&runs, "intents")),
-        "denied {denied}"
-    );
+    assert!(denied < 0.001 * mean(&metric(&runs, "intents")), "denied {denied}");
 }
 
 #[test]
@@ -113,12 +98,7 @@ fn a_ratio_budget_allows_its_share_of_requests_plus_the_reserve() {
 
 #[test]
 fn an_aws_quota_drains_and_then_allows_about_one_retry_per_five_first_try_successes() {
-    let runs = run(
-        &load(&experiment(
-            r#", budget = { kind = "quota", scope = "shared" }"#,
-        )),
-        4,
-    );
+    let runs = run(&load(&experiment(r#", budget = { kind = "quota", scope = "shared" }"#)), 4);
     let amp = mean(&metric(&runs, "amplification"));
     // After the initial 500 are spent (100 retries), each first-try success
     // refunds 1 and a retry costs 5: retries per intent ~ 0.1 * 1 / 5 = 0.02.

@@ -83,11 +83,7 @@ const CASES: [(f64, u32, bool, u32); 6] = [
 fn variants_toml() -> String {
     let mut out = String::from(EXPERIMENT);
     for (p, n, retry_503, duration_s) in CASES {
-        let retry_on = if retry_503 {
-            "[\"503\"]"
-        } else {
-            "[\"timeout\"]"
-        };
+        let retry_on = if retry_503 { "[\"503\"]" } else { "[\"timeout\"]" };
         out.push_str(&format!(
             r#"
 [[variants]]
@@ -115,12 +111,7 @@ fn attempts_and_success_follow_the_geometric_formulas() {
         assert_eq!(v.scenario.variant, name);
         let runs = &v.runs;
         // Poisson arrivals at RATE over the variant's duration (no warmup).
-        assert_covers(
-            &format!("{name} intents"),
-            RATE * duration_s as f64,
-            common::metric(runs, "intents"),
-            0.01,
-        );
+        assert_covers(&format!("{name} intents"), RATE * duration_s as f64, common::metric(runs, "intents"), 0.01);
         // Attempts that 503 is not retried for are capped at one.
         let n_eff = if retry_503 { n } else { 1 };
         let attempts = expected_attempts(p, n_eff);
@@ -144,35 +135,21 @@ fn attempts_and_success_follow_the_geometric_formulas() {
                 0.05,
             );
         }
-        assert_covers(
-            &format!("{name} success_rate"),
-            success,
-            common::metric(runs, "success_rate"),
-            0.05,
-        );
-        let failures: Vec<Option<f64>> = common::metric(runs, "success_rate")
-            .into_iter()
-            .map(|s| s.map(|s| 1.0 - s))
-            .collect();
+        assert_covers(&format!("{name} success_rate"), success, common::metric(runs, "success_rate"), 0.05);
+        let failures: Vec<Option<f64>> =
+            common::metric(runs, "success_rate").into_iter().map(|s| s.map(|s| 1.0 - s)).collect();
         assert_covers(&format!("{name} failure = p^n"), failure, failures, 0.10);
 
         for (r, run) in runs.iter().enumerate() {
             // Every attempt reaches `api`: amplification is attempts per intent.
-            assert_eq!(
-                run.metrics["amplification"], measured_attempts[r],
-                "{name}: replication {r}"
-            );
+            assert_eq!(run.metrics["amplification"], measured_attempts[r], "{name}: replication {r}");
             // Rejections are answered on arrival and retries are immediate,
             // so a successful intent takes exactly one service time.
             let mean = run.metrics["latency_mean_s"].expect("successes");
             assert!((mean - 0.001).abs() < 1e-12, "{name}: latency {mean}");
             // Every failure is a 503 the policy could not retry, for the
             // right reason.
-            let reason = if retry_503 {
-                "max_attempts"
-            } else {
-                "not_retryable"
-            };
+            let reason = if retry_503 { "max_attempts" } else { "not_retryable" };
             let intents = run.metrics["intents"].expect("intents");
             let ok = run.metrics["success_rate"].expect("rate") * intents;
             let denied: u64 = run.denials.values().sum();

@@ -24,12 +24,7 @@ fn every_shipped_experiment_loads_runs_and_asks_a_question() {
         let set = run_all(&exp.variants, Some(1), 0).unwrap();
         for v in &set.variants {
             let intents = v.runs[0].metrics["intents"].unwrap();
-            assert!(
-                intents > 0.0,
-                "{}: variant {} had no intents",
-                path.display(),
-                v.scenario.variant
-            );
+            assert!(intents > 0.0, "{}: variant {} had no intents", path.display(), v.scenario.variant);
         }
         seen += 1;
     }

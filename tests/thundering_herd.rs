@@ -12,21 +12,11 @@ fn no_jitter_needs_clearly_more_attempts_than_full_jitter() {
     let exp = load_experiment(&path, &[]).unwrap();
     let set = run_all(&exp.variants, Some(3), 0).unwrap();
     let mean = |variant: &str, key: &str| {
-        let v = set
-            .variants
-            .iter()
-            .find(|v| v.scenario.variant == variant)
-            .unwrap();
+        let v = set.variants.iter().find(|v| v.scenario.variant == variant).unwrap();
         v.runs.iter().map(|r| r.metrics[key].unwrap()).sum::<f64>() / v.runs.len() as f64
     };
-    let (none, full) = (
-        mean("no jitter", "attempts_per_intent"),
-        mean("full jitter", "attempts_per_intent"),
-    );
-    assert!(
-        none > 1.5 * full,
-        "no jitter {none} vs full jitter {full} attempts per intent"
-    );
+    let (none, full) = (mean("no jitter", "attempts_per_intent"), mean("full jitter", "attempts_per_intent"));
+    assert!(none > 1.5 * full, "no jitter {none} vs full jitter {full} attempts per intent");
     assert!(mean("full jitter", "success_rate") > 0.99);
     assert!(mean("no jitter", "success_rate") < 0.5);
     // Every jittered variant serves the whole herd.

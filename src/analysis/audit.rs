@@ -65,32 +65,17 @@ impl Check {
         match self {
             Check::OneEffect => {
                 let d = get("duplicate_intents").unwrap_or(0.0);
-                (d > 0.0).then(|| {
-                    (
-                        format!("{d} intents had a side effect more than once"),
-                        "duplicate_intent",
-                    )
-                })
+                (d > 0.0).then(|| (format!("{d} intents had a side effect more than once"), "duplicate_intent"))
             }
             Check::NoStuckPlaceholder => {
                 let n = get("stuck_placeholders").unwrap_or(0.0);
                 (n > 0.0).then(|| {
-                    (
-                        format!(
-                            "{n} placeholders stayed in progress with no lease to recover them"
-                        ),
-                        "stuck_placeholder",
-                    )
+                    (format!("{n} placeholders stayed in progress with no lease to recover them"), "stuck_placeholder")
                 })
             }
             Check::NoOverrun => {
                 let n = get("deadline_overruns").unwrap_or(0.0);
-                (n > 0.0).then(|| {
-                    (
-                        format!("{n} intents ended after their deadline"),
-                        "deadline_overrun",
-                    )
-                })
+                (n > 0.0).then(|| (format!("{n} intents ended after their deadline"), "deadline_overrun"))
             }
         }
     }
@@ -114,25 +99,13 @@ fn short(base: &Scenario) -> Scenario {
 }
 
 fn fault(name: &str, target: usize, start: Nanos, end: Nanos, kind: FaultKind) -> FaultSpec {
-    FaultSpec {
-        name: name.into(),
-        target,
-        start,
-        end,
-        kind,
-    }
+    FaultSpec { name: name.into(), target, start, end, kind }
 }
 
 /// Services where side effects happen (they commit), else every target of a client.
 fn committing(s: &Scenario) -> Vec<usize> {
-    let c: Vec<usize> = (0..s.services.len())
-        .filter(|&i| s.services[i].commits.is_some())
-        .collect();
-    if c.is_empty() {
-        s.clients.iter().map(|c| c.target).collect()
-    } else {
-        c
-    }
+    let c: Vec<usize> = (0..s.services.len()).filter(|&i| s.services[i].commits.is_some()).collect();
+    if c.is_empty() { s.clients.iter().map(|c| c.target).collect() } else { c }
 }
 
 fn probes(base: &Scenario) -> Vec<Probe> {
@@ -141,13 +114,7 @@ fn probes(base: &Scenario) -> Vec<Probe> {
     for svc in committing(base) {
         let name = base.services[svc].name.clone();
         let mut s = short(base);
-        s.faults.push(fault(
-            "audit-response-loss",
-            svc,
-            d / 10,
-            NEVER,
-            FaultKind::ResponseLoss { probability: 0.2 },
-        ));
+        s.faults.push(fault("audit-response-loss", svc, d / 10, NEVER, FaultKind::ResponseLoss { probability: 0.2 }));
         out.push(Probe {
             breakpoint: "response lost after commit",
             target: name.clone(),
@@ -156,20 +123,8 @@ fn probes(base: &Scenario) -> Vec<Probe> {
         });
 
         let mut s = short(base);
-        s.faults.push(fault(
-            "audit-crash",
-            svc,
-            d / 2,
-            d / 2 + 2 * S,
-            FaultKind::Crash,
-        ));
-        s.faults.push(fault(
-            "audit-response-loss",
-            svc,
-            d / 10,
-            NEVER,
-            FaultKind::ResponseLoss { probability: 0.2 },
-        ));
+        s.faults.push(fault("audit-crash", svc, d / 2, d / 2 + 2 * S, FaultKind::Crash));
+        s.faults.push(fault("audit-response-loss", svc, d / 10, NEVER, FaultKind::ResponseLoss { probability: 0.2 }));
         out.push(Probe {
             breakpoint: "crash after the placeholder",
             target: name.clone(),
@@ -182,13 +137,7 @@ fn probes(base: &Scenario) -> Vec<Probe> {
         {
             let mut s = short(base);
             // Crash while records of recent writes are still pending.
-            s.faults.push(fault(
-                "audit-crash",
-                svc,
-                d / 2,
-                d / 2 + 2 * S,
-                FaultKind::Crash,
-            ));
+            s.faults.push(fault("audit-crash", svc, d / 2, d / 2 + 2 * S, FaultKind::Crash));
             s.faults.push(fault(
                 "audit-response-loss",
                 svc,
@@ -210,8 +159,7 @@ fn probes(base: &Scenario) -> Vec<Probe> {
         let mut s = short(base);
         let service = &base.services[c.target];
         let p = &mut s.clients[ci].policy;
-        p.per_try_timeout =
-            crate::engine::from_secs_f64(service.service_time.mean_secs() / 4.0).max(1_000_000);
+        p.per_try_timeout = crate::engine::from_secs_f64(service.service_time.mean_secs() / 4.0).max(1_000_000);
         p.max_attempts = p.max_attempts.max(3);
         out.push(Probe {
             breakpoint: "two identical keys at once",
@@ -239,11 +187,7 @@ fn probes(base: &Scenario) -> Vec<Probe> {
                 c.target,
                 0,
                 NEVER,
-                FaultKind::Error {
-                    status: 503,
-                    probability: 0.5,
-                    retry_after: Some(ra),
-                },
+                FaultKind::Error { status: 503, probability: 0.5, retry_after: Some(ra) },
             ));
             out.push(Probe {
                 breakpoint: "Retry-After longer than the remaining deadline",
@@ -258,10 +202,7 @@ fn probes(base: &Scenario) -> Vec<Probe> {
         let herd = ClientSpec {
             name: format!("{}-herd", c.name),
             count: 2000,
-            mode: ClientMode::Burst {
-                at: d / 4,
-                spread: 0,
-            },
+            mode: ClientMode::Burst { at: d / 4, spread: 0 },
             ..c.clone()
         };
         let edge = s.edges.len();
@@ -277,11 +218,7 @@ fn probes(base: &Scenario) -> Vec<Probe> {
             c.target,
             d / 4,
             d / 4 + S,
-            FaultKind::Error {
-                status: 503,
-                probability: 1.0,
-                retry_after: None,
-            },
+            FaultKind::Error { status: 503, probability: 1.0, retry_after: None },
         ));
         out.push(Probe {
             breakpoint: "thousands of clients receive 503 together",
@@ -335,13 +272,7 @@ fn ttl_findings(s: &Scenario) -> Vec<Finding> {
 pub fn audit(base: &Scenario) -> Vec<Finding> {
     let mut findings = ttl_findings(base);
     for probe in probes(base) {
-        let run = simulate_with(
-            &probe.scenario,
-            0,
-            RunOptions {
-                trace_fraction: 1.0,
-            },
-        );
+        let run = simulate_with(&probe.scenario, 0, RunOptions { trace_fraction: 1.0 });
         for check in &probe.checks {
             let (failure, trace) = match check.judge(&run) {
                 None => (None, Vec::new()),

@@ -24,21 +24,13 @@ pub struct RunSet {
 impl RunSet {
     /// Events processed over all runs.
     pub fn events(&self) -> u64 {
-        self.variants
-            .iter()
-            .flat_map(|v| &v.runs)
-            .map(|r| r.events)
-            .sum()
+        self.variants.iter().flat_map(|v| &v.runs).map(|r| r.events).sum()
     }
 }
 
 /// Runs each scenario's replications (`replications` overrides the
 /// scenario's own count) on `jobs` threads (0 = one per core).
-pub fn run_all(
-    scenarios: &[Scenario],
-    replications: Option<u32>,
-    jobs: usize,
-) -> anyhow::Result<RunSet> {
+pub fn run_all(scenarios: &[Scenario], replications: Option<u32>, jobs: usize) -> anyhow::Result<RunSet> {
     run_all_with(scenarios, replications, jobs, RunOptions::default(), &|| {})
 }
 
@@ -67,13 +59,8 @@ pub fn run_all_with(
             })
             .collect()
     });
-    let mut variants: Vec<VariantRuns> = scenarios
-        .iter()
-        .map(|s| VariantRuns {
-            scenario: s.clone(),
-            runs: Vec::new(),
-        })
-        .collect();
+    let mut variants: Vec<VariantRuns> =
+        scenarios.iter().map(|s| VariantRuns { scenario: s.clone(), runs: Vec::new() }).collect();
     for ((v, _), result) in tasks.into_iter().zip(results) {
         variants[v].runs.push(result);
     }

@@ -34,11 +34,8 @@ pub fn mean_sd(values: &[Option<f64>]) -> (usize, f64, f64) {
         return (0, f64::NAN, f64::NAN);
     }
     let mean = xs.iter().sum::<f64>() / n as f64;
-    let sd = if n > 1 {
-        (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-    } else {
-        f64::NAN
-    };
+    let sd =
+        if n > 1 { (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { f64::NAN };
     (n, mean, sd)
 }
 
@@ -47,21 +44,13 @@ pub fn mean_sd(values: &[Option<f64>]) -> (usize, f64, f64) {
 pub fn summarize_at(values: Vec<Option<f64>>, level: f64) -> Summary {
     let (n, mean, sd) = mean_sd(&values);
     if n == 0 {
-        return Summary {
-            mean: None,
-            ci95: None,
-            values,
-        };
+        return Summary { mean: None, ci95: None, values };
     }
     let ci = (n > 1).then(|| {
         let h = t_quantile(level, (n - 1) as f64) * sd / (n as f64).sqrt();
         (mean - h, mean + h)
     });
-    Summary {
-        mean: Some(mean),
-        ci95: ci,
-        values,
-    }
+    Summary { mean: Some(mean), ci95: ci, values }
 }
 
 /// [`summarize_at`] with a 95% CI.

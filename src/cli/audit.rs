@@ -29,17 +29,13 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<i32> {
     let exp = load_experiment(&args.exp.experiment, &sets)?;
     let scenario = match &args.variant {
         None => &exp.variants[0],
-        Some(name) => exp
-            .variants
-            .iter()
-            .find(|v| &v.variant == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = exp.variants.iter().map(|v| v.variant.as_str()).collect();
-                InputError::file(
-                    format!("--variant {name}"),
-                    format!("no such variant; the experiment has: {}", names.join(", ")),
-                )
-            })?,
+        Some(name) => exp.variants.iter().find(|v| &v.variant == name).ok_or_else(|| {
+            let names: Vec<&str> = exp.variants.iter().map(|v| v.variant.as_str()).collect();
+            InputError::file(
+                format!("--variant {name}"),
+                format!("no such variant; the experiment has: {}", names.join(", ")),
+            )
+        })?,
     };
     let findings = audit(scenario);
     let failed = findings.iter().filter(|f| !f.passed()).count();
@@ -49,17 +45,9 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<i32> {
         Format::Table | Format::Csv => print!("{}", text(&findings)),
     }
     if !args.exp.quiet {
-        eprintln!(
-            "audit of \"{}\": {} checks, {failed} failed",
-            scenario.variant,
-            findings.len()
-        );
+        eprintln!("audit of \"{}\": {} checks, {failed} failed", scenario.variant, findings.len());
     }
-    Ok(if failed > 0 {
-        EXIT_CHECK_FAILED
-    } else {
-        EXIT_OK
-    })
+    Ok(if failed > 0 { EXIT_CHECK_FAILED } else { EXIT_OK })
 }
 
 fn verdict(f: &Finding) -> String {
@@ -70,17 +58,8 @@ fn verdict(f: &Finding) -> String {
 }
 
 fn text(findings: &[Finding]) -> String {
-    let rows: Vec<[String; 4]> = findings
-        .iter()
-        .map(|f| {
-            [
-                f.breakpoint.clone(),
-                f.target.clone(),
-                f.invariant.clone(),
-                verdict(f),
-            ]
-        })
-        .collect();
+    let rows: Vec<[String; 4]> =
+        findings.iter().map(|f| [f.breakpoint.clone(), f.target.clone(), f.invariant.clone(), verdict(f)]).collect();
     let header = ["breakpoint", "target", "invariant", "result"];
     let mut w = header.map(str::len);
     for r in &rows {
@@ -88,32 +67,14 @@ fn text(findings: &[Finding]) -> String {
             w[i] = w[i].max(r[i].chars().count());
         }
     }
-    let line = |c: [&str; 4]| {
-        format!(
-            "{:<a$}  {:<b$}  {:<c$}  {}\n",
-            c[0],
-            c[1],
-            c[2],
-            c[3],
-            a = w[0],
-            b = w[1],
-            c = w[2]
-        )
-    };
+    let line =
+        |c: [&str; 4]| format!("{:<a$}  {:<b$}  {:<c$}  {}\n", c[0], c[1], c[2], c[3], a = w[0], b = w[1], c = w[2]);
     let mut out = line(header);
-    out.push_str(&line([
-        "-".repeat(w[0]).as_str(),
-        "-".repeat(w[1]).as_str(),
-        "-".repeat(w[2]).as_str(),
-        "------",
-    ]));
+    out.push_str(&line(["-".repeat(w[0]).as_str(), "-".repeat(w[1]).as_str(), "-".repeat(w[2]).as_str(), "------"]));
     for r in &rows {
         out.push_str(&line([&r[0], &r[1], &r[2], &r[3]]));
     }
-    for f in findings
-        .iter()
-        .filter(|f| !f.passed() && !f.trace.is_empty())
-    {
+    for f in findings.iter().filter(|f| !f.passed() && !f.trace.is_empty()) {
         out.push_str(&format!(
             "\ncounterexample for \"{}\" ({}, {}): the attempts of one intent that broke it\n",
             f.breakpoint, f.target, f.invariant
@@ -128,13 +89,7 @@ fn text(findings: &[Finding]) -> String {
 fn markdown(findings: &[Finding]) -> String {
     let mut out = String::from("| breakpoint | target | invariant | result |\n|---|---|---|---|\n");
     for f in findings {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
-            f.breakpoint,
-            f.target,
-            f.invariant,
-            verdict(f)
-        ));
+        out.push_str(&format!("| {} | {} | {} | {} |\n", f.breakpoint, f.target, f.invariant, verdict(f)));
     }
     out
 }

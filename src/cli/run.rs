@@ -12,10 +12,7 @@ use std::time::Instant;
 
 /// The default output folder: `out/<experiment-stem>/`.
 pub fn default_out(experiment: &std::path::Path) -> PathBuf {
-    let stem = experiment
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "experiment".into());
+    let stem = experiment.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "experiment".into());
     PathBuf::from("out").join(stem)
 }
 
@@ -26,9 +23,9 @@ pub fn progress_bar(total: u64, quiet: bool) -> indicatif::ProgressBar {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{bar:40} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left",
-    ) {
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left")
+    {
         bar.set_style(style);
     }
     bar
@@ -69,13 +66,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    let options = RunOptions {
-        trace_fraction: if args.trace.is_some() {
-            args.trace_sample
-        } else {
-            0.0
-        },
-    };
+    let options = RunOptions { trace_fraction: if args.trace.is_some() { args.trace_sample } else { 0.0 } };
     let runs: u64 = exp.variants.iter().map(|v| v.replications as u64).sum();
     let bar = progress_bar(runs, args.exp.quiet);
     let set = run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?;
@@ -83,25 +74,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let elapsed = started.elapsed().as_secs_f64();
     let summaries = summarize_runs(&set);
 
-    let out = args
-        .sim
-        .out
-        .clone()
-        .unwrap_or_else(|| default_out(&exp.path));
+    let out = args.sim.out.clone().unwrap_or_else(|| default_out(&exp.path));
     let json = serde_json::to_string_pretty(&summary_json(&exp, &set, &summaries))? + "\n";
     let csv = output::table::render_csv(&summaries)?;
     write_atomic(&out.join("summary.json"), json.as_bytes(), &exp.inputs)?;
     write_atomic(&out.join("summary.csv"), csv.as_bytes(), &exp.inputs)?;
-    write_atomic(
-        &out.join("timeseries.csv"),
-        output::timeseries::render_timeseries(&set)?.as_bytes(),
-        &exp.inputs,
-    )?;
-    write_atomic(
-        &out.join("faults.csv"),
-        output::timeseries::render_faults(&set)?.as_bytes(),
-        &exp.inputs,
-    )?;
+    write_atomic(&out.join("timeseries.csv"), output::timeseries::render_timeseries(&set)?.as_bytes(), &exp.inputs)?;
+    write_atomic(&out.join("faults.csv"), output::timeseries::render_faults(&set)?.as_bytes(), &exp.inputs)?;
 
     if let Some(path) = &args.trace {
         write_atomic(path, &output::trace::render_trace(&set)?, &exp.inputs)?;

@@ -12,23 +12,17 @@ use toml::{Table, Value};
 pub fn parse_value(text: &str) -> Value {
     let wrapped = format!("v = {text}");
     match wrapped.parse::<Table>() {
-        Ok(mut t) => t
-            .remove("v")
-            .unwrap_or_else(|| Value::String(text.to_string())),
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| Value::String(text.to_string())),
         Err(_) => Value::String(text.to_string()),
     }
 }
 
 /// Splits `KEY=VALUE` at the first `=`.
 pub fn split_assignment(text: &str) -> Result<(String, Value), String> {
-    let (k, v) = text
-        .split_once('=')
-        .ok_or_else(|| format!("expected KEY=VALUE, got \"{text}\""))?;
+    let (k, v) = text.split_once('=').ok_or_else(|| format!("expected KEY=VALUE, got \"{text}\""))?;
     let k = k.trim();
     if k.is_empty() {
-        return Err(format!(
-            "expected KEY=VALUE with a non-empty KEY, got \"{text}\""
-        ));
+        return Err(format!("expected KEY=VALUE with a non-empty KEY, got \"{text}\""));
     }
     Ok((k.to_string(), parse_value(v.trim())))
 }
@@ -43,44 +37,25 @@ pub fn apply(doc: &mut Table, key: &str, value: Value) -> Result<(), String> {
     set_in_table(doc, &segments, value, String::new())
 }
 
-fn set_in_table(
-    table: &mut Table,
-    segs: &[&str],
-    value: Value,
-    walked: String,
-) -> Result<(), String> {
+fn set_in_table(table: &mut Table, segs: &[&str], value: Value, walked: String) -> Result<(), String> {
     let (head, rest) = (segs[0], &segs[1..]);
     let here = join(&walked, head);
     if rest.is_empty() {
         table.insert(head.to_string(), value);
         return Ok(());
     }
-    let child = table
-        .entry(head.to_string())
-        .or_insert_with(|| Value::Table(Table::new()));
+    let child = table.entry(head.to_string()).or_insert_with(|| Value::Table(Table::new()));
     set_in_value(child, rest, value, here)
 }
 
-fn set_in_value(
-    node: &mut Value,
-    segs: &[&str],
-    value: Value,
-    walked: String,
-) -> Result<(), String> {
+fn set_in_value(node: &mut Value, segs: &[&str], value: Value, walked: String) -> Result<(), String> {
     match node {
         Value::Table(t) => set_in_table(t, segs, value, walked),
         Value::Array(items) => {
             let head = segs[0];
             let idx = find_element(items, head).ok_or_else(|| {
-                let names: Vec<String> = items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| element_label(v, i))
-                    .collect();
-                format!(
-                    "`{walked}` has no entry named \"{head}\" (entries: {})",
-                    names.join(", ")
-                )
+                let names: Vec<String> = items.iter().enumerate().map(|(i, v)| element_label(v, i)).collect();
+                format!("`{walked}` has no entry named \"{head}\" (entries: {})", names.join(", "))
             })?;
             let here = join(&walked, head);
             if segs.len() == 1 {
@@ -90,26 +65,17 @@ fn set_in_value(
                 set_in_value(&mut items[idx], &segs[1..], value, here)
             }
         }
-        other => Err(format!(
-            "`{walked}` is a {}, not a table: cannot set `{}` inside it",
-            other.type_str(),
-            segs.join(".")
-        )),
+        other => {
+            Err(format!("`{walked}` is a {}, not a table: cannot set `{}` inside it", other.type_str(), segs.join(".")))
+        }
     }
 }
 
 fn find_element(items: &[Value], key: &str) -> Option<usize> {
     let by_field = |field: &str| {
-        items.iter().position(|v| {
-            v.as_table()
-                .and_then(|t| t.get(field))
-                .and_then(Value::as_str)
-                == Some(key)
-        })
+        items.iter().position(|v| v.as_table().and_then(|t| t.get(field)).and_then(Value::as_str) == Some(key))
     };
-    by_field("name")
-        .or_else(|| by_field("to"))
-        .or_else(|| key.parse::<usize>().ok().filter(|&i| i < items.len()))
+    by_field("name").or_else(|| by_field("to")).or_else(|| key.parse::<usize>().ok().filter(|&i| i < items.len()))
 }
 
 /// How an array element is addressed in paths and messages: its `name`,
@@ -123,11 +89,7 @@ pub fn element_label(v: &Value, index: usize) -> String {
 }
 
 fn join(walked: &str, seg: &str) -> String {
-    if walked.is_empty() {
-        seg.to_string()
-    } else {
-        format!("{walked}.{seg}")
-    }
+    if walked.is_empty() { seg.to_string() } else { format!("{walked}.{seg}") }
 }
 
 #[cfg(test)]
@@ -158,10 +120,7 @@ mod tests {
         assert_eq!(parse_value("true"), Value::Boolean(true));
         assert_eq!(parse_value("10s"), Value::String("10s".into()));
         assert_eq!(parse_value("\"10s\""), Value::String("10s".into()));
-        assert_eq!(
-            parse_value("policies/x.toml"),
-            Value::String("policies/x.toml".into())
-        );
+        assert_eq!(parse_value("policies/x.toml"), Value::String("policies/x.toml".into()));
         assert!(parse_value("{ dist = \"exp\", mean = \"5ms\" }").is_table());
     }
 
@@ -169,12 +128,7 @@ mod tests {
     fn arrays_of_tables_are_addressed_by_name_to_or_index() {
         let mut d = doc();
         apply(&mut d, "services.api.workers", Value::Integer(32)).unwrap();
-        apply(
-            &mut d,
-            "services.api.calls.payments.policy.max_attempts",
-            Value::Integer(1),
-        )
-        .unwrap();
+        apply(&mut d, "services.api.calls.payments.policy.max_attempts", Value::Integer(1)).unwrap();
         apply(&mut d, "faults.0.probability", Value::Float(0.5)).unwrap();
         apply(&mut d, "services.api.queue.limit", Value::Integer(8)).unwrap();
         let api = d["services"].as_array().unwrap()[0].as_table().unwrap();
@@ -182,20 +136,14 @@ mod tests {
         assert_eq!(api["queue"]["limit"].as_integer(), Some(8));
         let call = api["calls"].as_array().unwrap()[0].as_table().unwrap();
         assert_eq!(call["policy"]["max_attempts"].as_integer(), Some(1));
-        assert_eq!(
-            d["faults"].as_array().unwrap()[0]["probability"].as_float(),
-            Some(0.5)
-        );
+        assert_eq!(d["faults"].as_array().unwrap()[0]["probability"].as_float(), Some(0.5));
     }
 
     #[test]
     fn unknown_names_are_errors_that_list_what_exists() {
         let mut d = doc();
         let e = apply(&mut d, "services.orders.workers", Value::Integer(1)).unwrap_err();
-        assert!(
-            e.contains("no entry named \"orders\"") && e.contains("api"),
-            "{e}"
-        );
+        assert!(e.contains("no entry named \"orders\"") && e.contains("api"), "{e}");
         let e = apply(&mut d, "experiment.name.x", Value::Integer(1)).unwrap_err();
         assert!(e.contains("not a table"), "{e}");
         assert!(split_assignment("novalue").is_err());

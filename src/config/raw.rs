@@ -75,12 +75,22 @@ pub struct ServiceRaw {
     pub service_time: Option<DistRaw>,
     pub drop_expired: Option<bool>,
     pub overload: Option<OverloadRaw>,
-    pub rate_limit: Option<toml::Table>,
+    pub rate_limit: Option<RateLimitRaw>,
     pub commits: Option<String>,
     pub idempotency: Option<LedgerRaw>,
     pub occ: Option<toml::Table>,
     #[serde(default)]
     pub calls: Vec<CallRaw>,
+}
+
+/// `rate_limit = { rate, burst, status, retry_after }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitRaw {
+    pub rate: Option<String>,
+    pub burst: Option<i64>,
+    pub status: Option<toml::Value>,
+    pub retry_after: Option<String>,
 }
 
 /// `idempotency = { store, ttl, in_progress, lease, atomic, record_delay }`.

@@ -81,10 +81,7 @@ impl ClientSpec {
     pub fn stateful_instances(&self) -> u32 {
         let per_instance = self.policy.breaker.is_some()
             || !matches!(self.mode, ClientMode::Open(_))
-            || self
-                .policy
-                .budget
-                .is_some_and(|b| b.scope == crate::policy::budget::BudgetScope::Client);
+            || self.policy.budget.is_some_and(|b| b.scope == crate::policy::budget::BudgetScope::Client);
         if per_instance { self.count } else { 0 }
     }
 }
@@ -123,6 +120,10 @@ pub struct ServiceSpec {
     pub workers: u32,
     /// Waiting room beyond the workers; `None` = unbounded.
     pub queue_limit: Option<u32>,
+    /// Which queued request is served next.
+    pub discipline: Discipline,
+    /// Service-side rate limiting, if any.
+    pub rate_limit: Option<RateLimit>,
     pub service_time: Dist,
     pub drop_expired: bool,
     pub overload: OverloadAnswer,
@@ -153,6 +154,30 @@ pub struct LedgerSpec {
     pub atomic: bool,
     /// Non-atomic: how long after the business write the record is written.
     pub record_delay: Nanos,
+}
+
+/// Queue discipline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Discipline {
+    Fifo,
+    Lifo,
+    /// Adaptive LIFO with CoDel: while the queue has not been empty for
+    /// `interval` it serves newest first and sheds requests that waited
+    /// longer than `target`; otherwise FIFO, shedding after `interval`.
+    Codel {
+        target: Nanos,
+        interval: Nanos,
+    },
+}
+
+/// A token bucket at a service's door answering `status` when empty.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Tokens per second.
+    pub rate: f64,
+    pub burst: f64,
+    pub status: u16,
+    pub retry_after: Option<Nanos>,
 }
 
 /// A downstream call a service makes while handling a request.
@@ -209,11 +234,7 @@ pub struct FaultSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub enum FaultKind {
     /// Answers on arrival, before any work, with this probability.
-    Error {
-        status: u16,
-        probability: f64,
-        retry_after: Option<Nanos>,
-    },
+    Error { status: u16, probability: f64, retry_after: Option<Nanos> },
     /// The work executes (and commits) but its answer never arrives.
     ResponseLoss { probability: f64 },
     /// The work executes (and commits), then the connection is reset: the
@@ -223,6 +244,14 @@ pub enum FaultKind {
     /// ledger is emptied, and arrivals get connect errors until it is back
     /// `restart_after` later (the fault window's end).
     Crash,
+    /// Connect errors: the service cannot be reached.
+    Outage,
+    /// Only this fraction of the workers is left.
+    Brownout { capacity: f64 },
+    /// Extra one-way delay on the way to the service.
+    Latency { extra: Dist },
+    /// Requests on edge `edge` vanish (the callers time out).
+    Partition { edge: usize },
 }
 
 impl FaultKind {
@@ -233,6 +262,10 @@ impl FaultKind {
             FaultKind::ResponseLoss { .. } => "response_loss",
             FaultKind::Reset { .. } => "reset",
             FaultKind::Crash => "crash",
+            FaultKind::Outage => "outage",
+            FaultKind::Brownout { .. } => "brownout",
+            FaultKind::Latency { .. } => "latency",
+            FaultKind::Partition { .. } => "partition",
         }
     }
 }

@@ -49,11 +49,7 @@ fn unit_seconds(unit: &str) -> Option<f64> {
 /// `"2/ms"`, `"0/s"`. Returns events per second.
 pub fn parse_rate(text: &str) -> Result<f64, String> {
     let t = text.trim();
-    let bad = || {
-        format!(
-            "expected a rate such as \"800/s\" (a non-negative number per s, m, h or ms), got \"{t}\""
-        )
-    };
+    let bad = || format!("expected a rate such as \"800/s\" (a non-negative number per s, m, h or ms), got \"{t}\"");
     let (num, unit) = t.split_once('/').ok_or_else(bad)?;
     let value: f64 = num.trim().parse().map_err(|_| bad())?;
     let per = match unit.trim() {

@@ -19,21 +19,9 @@ use std::collections::BTreeMap;
 /// The most side-effect kinds (`commits` names) an experiment may use.
 pub const MAX_EFFECT_KINDS: usize = 8;
 
-/// Features the file format has that this version does not simulate yet.
-fn not_yet(file: &str, field: &str, what: &str) -> InputError {
-    InputError::field(
-        file,
-        field,
-        format!("{what} is not supported by this version of retrysim yet; remove it to run"),
-    )
-}
-
 /// The first field that is present but not among `allowed`.
 fn first_extra<'a>(present: &[(&'a str, bool)], allowed: &[&str]) -> Option<&'a str> {
-    present
-        .iter()
-        .find(|(name, here)| *here && !allowed.contains(name))
-        .map(|(name, _)| *name)
+    present.iter().find(|(name, here)| *here && !allowed.contains(name)).map(|(name, _)| *name)
 }
 
 /// Validation context: the file errors are reported against.
@@ -62,20 +50,10 @@ impl V<'_> {
         Ok(d)
     }
 
-    fn int_in(
-        &self,
-        field: &str,
-        v: Option<i64>,
-        default: i64,
-        lo: i64,
-        hi: i64,
-    ) -> InputResult<i64> {
+    fn int_in(&self, field: &str, v: Option<i64>, default: i64, lo: i64, hi: i64) -> InputResult<i64> {
         let x = v.unwrap_or(default);
         if x < lo || x > hi {
-            return Err(self.err(
-                field,
-                format!("must be an integer from {lo} to {hi}, got {x}"),
-            ));
+            return Err(self.err(field, format!("must be an integer from {lo} to {hi}, got {x}")));
         }
         Ok(x)
     }
@@ -97,23 +75,13 @@ impl V<'_> {
         };
         match code {
             Some(c) if (100..600).contains(&c) => Ok(c as u16),
-            _ => Err(self.err(
-                field,
-                format!("must be an HTTP status code from 100 to 599, got {v}"),
-            )),
+            _ => Err(self.err(field, format!("must be an HTTP status code from 100 to 599, got {v}"))),
         }
     }
 
     fn name(&self, field: &str, name: &str) -> InputResult<()> {
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err(self.err(
-                field,
-                format!("\"{name}\" is not a valid name: use letters, digits, '_' and '-'"),
-            ));
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(self.err(field, format!("\"{name}\" is not a valid name: use letters, digits, '_' and '-'")));
         }
         Ok(())
     }
@@ -149,11 +117,7 @@ impl V<'_> {
             match first_extra(&present, allowed) {
                 Some(extra) => Err(self.err(
                     &format!("{field}.{extra}"),
-                    format!(
-                        "not a parameter of dist = \"{}\" (it takes {})",
-                        d.dist,
-                        allowed.join(", ")
-                    ),
+                    format!("not a parameter of dist = \"{}\" (it takes {})", d.dist, allowed.join(", ")),
                 )),
                 None => Ok(()),
             }
@@ -187,7 +151,8 @@ impl V<'_> {
                     only(&["mu", "sigma"])?;
                     let (mu, sigma) = (d.mu.unwrap_or(f64::NAN), d.sigma.unwrap_or(f64::NAN));
                     if !(mu.is_finite() && sigma.is_finite() && sigma > 0.0) {
-                        return Err(self.err(field, "lognormal by mu + sigma needs both, finite, with sigma > 0 (of ln seconds)"));
+                        return Err(self
+                            .err(field, "lognormal by mu + sigma needs both, finite, with sigma > 0 (of ln seconds)"));
                     }
                     Ok(Dist::LogNormal { mu, sigma })
                 } else {
@@ -205,7 +170,10 @@ impl V<'_> {
                 }
                 Ok(Dist::Gamma { shape: k, scale: m / k })
             }
-            other => Err(self.err(&format!("{field}.dist"), format!("unknown distribution \"{other}\": allowed are const, exp, uniform, lognormal, gamma"))),
+            other => Err(self.err(
+                &format!("{field}.dist"),
+                format!("unknown distribution \"{other}\": allowed are const, exp, uniform, lognormal, gamma"),
+            )),
         }
     }
 }
@@ -219,20 +187,12 @@ pub fn scenario(
 ) -> InputResult<Scenario> {
     let v = V { file };
     let e = &raw.experiment;
-    let duration = v
-        .positive_dur("experiment.duration", e.duration.as_ref(), 0)
-        .map_err(|_| match &e.duration {
-            None => v.err(
-                "experiment.duration",
-                "required: how long intents arrive, such as \"60s\"",
-            ),
-            Some(s) => v.err(
-                "experiment.duration",
-                parse_duration(s)
-                    .err()
-                    .unwrap_or_else(|| "must be longer than 0".into()),
-            ),
-        })?;
+    let duration = v.positive_dur("experiment.duration", e.duration.as_ref(), 0).map_err(|_| match &e.duration {
+        None => v.err("experiment.duration", "required: how long intents arrive, such as \"60s\""),
+        Some(s) => {
+            v.err("experiment.duration", parse_duration(s).err().unwrap_or_else(|| "must be longer than 0".into()))
+        }
+    })?;
     if duration == NEVER {
         return Err(v.err("experiment.duration", "must be finite"));
     }
@@ -247,23 +207,13 @@ pub fn scenario(
     let replications = v.int_in("experiment.replications", e.replications, 5, 1, 100_000)? as u32;
     let bin = v.positive_dur("experiment.bin", e.bin.as_ref(), 1_000_000_000)?;
     if duration / bin > 1_000_000 {
-        return Err(v.err(
-            "experiment.bin",
-            "gives more than a million bins over `duration`: use a coarser bin",
-        ));
+        return Err(v.err("experiment.bin", "gives more than a million bins over `duration`: use a coarser bin"));
     }
     let load_scale = e.load_scale.unwrap_or(1.0);
     if !(load_scale.is_finite() && load_scale >= 0.0) {
-        return Err(v.err(
-            "experiment.load_scale",
-            format!("must be a non-negative number, got {load_scale}"),
-        ));
+        return Err(v.err("experiment.load_scale", format!("must be a non-negative number, got {load_scale}")));
     }
-    let drain_limit = v.dur(
-        "experiment.drain_limit",
-        e.drain_limit.as_ref(),
-        600_000_000_000,
-    )?;
+    let drain_limit = v.dur("experiment.drain_limit", e.drain_limit.as_ref(), 600_000_000_000)?;
     if drain_limit == NEVER {
         return Err(v.err("experiment.drain_limit", "must be finite"));
     }
@@ -280,18 +230,11 @@ pub fn scenario(
         if operations.iter().any(|x| x.name == o.name) {
             return Err(v.err(&format!("{field}.name"), "operation names must be unique"));
         }
-        operations.push(OperationSpec {
-            name: o.name.clone(),
-            idempotent: o.idempotent.unwrap_or(false),
-        });
+        operations.push(OperationSpec { name: o.name.clone(), idempotent: o.idempotent.unwrap_or(false) });
     }
 
     if raw.services.is_empty() {
-        return Err(InputError::field(
-            file,
-            "services",
-            "an experiment needs at least one [[services]] table",
-        ));
+        return Err(InputError::field(file, "services", "an experiment needs at least one [[services]] table"));
     }
     let mut services: Vec<ServiceSpec> = Vec::new();
     let mut effect_kinds: Vec<String> = Vec::new();
@@ -302,31 +245,18 @@ pub fn scenario(
         return Err(InputError::field(
             file,
             "services",
-            format!(
-                "at most {MAX_EFFECT_KINDS} distinct `commits` kinds, got {}",
-                effect_kinds.len()
-            ),
+            format!("at most {MAX_EFFECT_KINDS} distinct `commits` kinds, got {}", effect_kinds.len()),
         ));
     }
     let service_index = |field: &str, name: &str| -> InputResult<usize> {
         services.iter().position(|s| s.name == name).ok_or_else(|| {
             let names: Vec<&str> = services.iter().map(|s| s.name.as_str()).collect();
-            v.err(
-                field,
-                format!(
-                    "no service named \"{name}\" (services: {})",
-                    names.join(", ")
-                ),
-            )
+            v.err(field, format!("no service named \"{name}\" (services: {})", names.join(", ")))
         })
     };
 
     if raw.clients.is_empty() {
-        return Err(InputError::field(
-            file,
-            "clients",
-            "an experiment needs at least one [[clients]] table",
-        ));
+        return Err(InputError::field(file, "clients", "an experiment needs at least one [[clients]] table"));
     }
     let mut clients: Vec<ClientSpec> = Vec::new();
     let mut edges: Vec<EdgeSpec> = Vec::new();
@@ -338,10 +268,7 @@ pub fn scenario(
             return Err(v.err(&f("name"), "client names must be unique"));
         }
         if services.iter().any(|x| x.name == c.name) {
-            return Err(v.err(
-                &f("name"),
-                "a client may not have a service's name: edges are named caller->callee",
-            ));
+            return Err(v.err(&f("name"), "a client may not have a service's name: edges are named caller->callee"));
         }
         let mode_name = c.mode.as_deref().unwrap_or("open");
         let takes: &[&str] = match mode_name {
@@ -349,10 +276,7 @@ pub fn scenario(
             "closed" => &["think_time"],
             "burst" => &["at", "spread"],
             other => {
-                return Err(v.err(
-                    &f("mode"),
-                    format!("unknown mode \"{other}\": allowed are open, closed, burst"),
-                ));
+                return Err(v.err(&f("mode"), format!("unknown mode \"{other}\": allowed are open, closed, burst")));
             }
         };
         let present = [
@@ -362,13 +286,7 @@ pub fn scenario(
             ("spread", c.spread.is_some()),
         ];
         if let Some(extra) = first_extra(&present, takes) {
-            return Err(v.err(
-                &f(extra),
-                format!(
-                    "not used by mode = \"{mode_name}\" (it takes {})",
-                    takes.join(", ")
-                ),
-            ));
+            return Err(v.err(&f(extra), format!("not used by mode = \"{mode_name}\" (it takes {})", takes.join(", "))));
         }
         let count = v.int_in(&f("count"), c.count, 1, 1, 100_000_000)? as u32;
         let mode = match mode_name {
@@ -379,66 +297,60 @@ pub fn scenario(
                     // A zero think time would let an instance whose breaker
                     // fails it fast start intents forever at one instant.
                     if think_time.mean_secs() <= 0.0 {
-                        return Err(v.err(&f("think_time"), "must have a mean longer than 0 (a closed-loop user always pauses between intents)"));
+                        return Err(v.err(
+                            &f("think_time"),
+                            "must have a mean longer than 0 (a closed-loop user always pauses between intents)",
+                        ));
                     }
                     ClientMode::Closed { think_time }
                 }
-                None => return Err(v.err(&f("think_time"), "required for mode = \"closed\": a distribution such as { dist = \"exp\", mean = \"2s\" }")),
+                None => {
+                    return Err(v.err(
+                        &f("think_time"),
+                        "required for mode = \"closed\": a distribution such as { dist = \"exp\", mean = \"2s\" }",
+                    ));
+                }
             },
             _ => {
                 let at = v.dur(&f("at"), c.at.as_ref(), 0)?;
                 let spread = v.dur(&f("spread"), c.spread.as_ref(), 0)?;
                 if at.saturating_add(spread) > duration || at >= duration {
-                    return Err(v.err(&f("at"), "the burst must arrive within the experiment's `duration` (at + spread <= duration)"));
+                    return Err(v.err(
+                        &f("at"),
+                        "the burst must arrive within the experiment's `duration` (at + spread <= duration)",
+                    ));
                 }
                 ClientMode::Burst { at, spread }
             }
         };
         let target = service_index(&f("target"), &c.target)?;
         let operation = match &c.operation {
-            Some(name) => operations
-                .iter()
-                .position(|o| &o.name == name)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = operations.iter().map(|o| o.name.as_str()).collect();
-                    v.err(
-                        &f("operation"),
-                        format!(
-                            "no operation named \"{name}\" in [[operations]] (operations: {})",
-                            if names.is_empty() {
-                                "none".into()
-                            } else {
-                                names.join(", ")
-                            }
-                        ),
-                    )
-                })?,
+            Some(name) => operations.iter().position(|o| &o.name == name).ok_or_else(|| {
+                let names: Vec<&str> = operations.iter().map(|o| o.name.as_str()).collect();
+                v.err(
+                    &f("operation"),
+                    format!(
+                        "no operation named \"{name}\" in [[operations]] (operations: {})",
+                        if names.is_empty() { "none".into() } else { names.join(", ") }
+                    ),
+                )
+            })?,
             None => {
                 // An implicit, non-idempotent operation per client class.
-                operations.push(OperationSpec {
-                    name: format!("{}-request", c.name),
-                    idempotent: false,
-                });
+                operations.push(OperationSpec { name: format!("{}-request", c.name), idempotent: false });
                 operations.len() - 1
             }
         };
         let key_reuse_rate = v.prob(&f("key_reuse_rate"), c.key_reuse_rate, 0.0)?;
         if key_reuse_rate > 0.0 && !c.idempotency_key.unwrap_or(false) {
-            return Err(v.err(
-                &f("key_reuse_rate"),
-                "key reuse needs idempotency_key = true",
-            ));
+            return Err(v.err(&f("key_reuse_rate"), "key reuse needs idempotency_key = true"));
         }
         let policy = match &c.policy {
             None => crate::policy::Policy::default(),
             Some(p) => {
                 let origin = origins.get(&field);
                 let prefix = format!("{field}.policy");
-                policy(
-                    p,
-                    origin.map(String::as_str).unwrap_or(file),
-                    if origin.is_some() { "" } else { &prefix },
-                )?
+                policy(p, origin.map(String::as_str).unwrap_or(file), if origin.is_some() { "" } else { &prefix })?
             }
         };
         let spec = ClientSpec {
@@ -466,16 +378,8 @@ pub fn scenario(
         debug_assert_eq!(edge, ci);
     }
 
-    calls::calls(
-        &v,
-        &raw.services,
-        &mut services,
-        &operations,
-        &mut edges,
-        origins,
-        &latency,
-    )?;
-    let faults = faults::faults(&v, &raw.faults, &services)?;
+    calls::calls(&v, &raw.services, &mut services, &operations, &mut edges, origins, &latency)?;
+    let faults = faults::faults(&v, &raw.faults, &services, &edges)?;
 
     Ok(Scenario {
         variant: variant.to_string(),
@@ -496,12 +400,7 @@ pub fn scenario(
     })
 }
 
-fn service(
-    v: &V,
-    s: &ServiceRaw,
-    before: &[ServiceSpec],
-    effect_kinds: &mut Vec<String>,
-) -> InputResult<ServiceSpec> {
+fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec], effect_kinds: &mut Vec<String>) -> InputResult<ServiceSpec> {
     let field = format!("services.{}", s.name);
     let f = |n: &str| format!("{field}.{n}");
     v.name(&f("name"), &s.name)?;
@@ -510,68 +409,70 @@ fn service(
     }
     let workers = v.int_in(&f("workers"), s.workers, 1, 1, 10_000_000)? as u32;
     let mut queue_limit = None;
+    let mut discipline = Discipline::Fifo;
     if let Some(q) = &s.queue {
         if let Some(l) = q.limit {
             queue_limit = Some(v.int_in(&f("queue.limit"), Some(l), 0, 0, u32::MAX as i64)? as u32);
         }
-        match q.discipline.as_deref().unwrap_or("fifo") {
-            "fifo" => {}
-            d @ ("lifo" | "codel") => {
-                return Err(not_yet(
-                    v.file,
-                    &f("queue.discipline"),
-                    &format!("discipline = \"{d}\""),
-                ));
-            }
+        let name = q.discipline.as_deref().unwrap_or("fifo");
+        discipline = match name {
+            "fifo" => Discipline::Fifo,
+            "lifo" => Discipline::Lifo,
+            "codel" => Discipline::Codel {
+                target: v.positive_dur(&f("queue.target"), q.target.as_ref(), 5_000_000)?,
+                interval: v.positive_dur(&f("queue.interval"), q.interval.as_ref(), 100_000_000)?,
+            },
             other => {
                 return Err(v.err(
                     &f("queue.discipline"),
                     format!("unknown discipline \"{other}\": allowed are fifo, lifo, codel"),
                 ));
             }
-        }
-        for (name, present) in [
-            ("target", q.target.is_some()),
-            ("interval", q.interval.is_some()),
-        ] {
-            if present {
-                return Err(v.err(
-                    &f(&format!("queue.{name}")),
-                    "only used with discipline = \"codel\"",
-                ));
-            }
+        };
+        if name != "codel"
+            && let Some(extra) = first_extra(&[("target", q.target.is_some()), ("interval", q.interval.is_some())], &[])
+        {
+            return Err(v.err(&f(&format!("queue.{extra}")), "only used with discipline = \"codel\""));
         }
     }
     let service_time = match &s.service_time {
         Some(d) => v.dist(&f("service_time"), d)?,
         None => {
-            return Err(v.err(
-                &f("service_time"),
-                "required: a distribution such as { dist = \"exp\", mean = \"10ms\" }",
-            ));
+            return Err(
+                v.err(&f("service_time"), "required: a distribution such as { dist = \"exp\", mean = \"10ms\" }")
+            );
         }
     };
     let overload = match &s.overload {
-        None => OverloadAnswer {
-            status: 503,
-            retry_after: None,
-        },
+        None => OverloadAnswer { status: 503, retry_after: None },
         Some(o) => OverloadAnswer {
             status: v.status(&f("overload.status"), o.status.as_ref(), 503)?,
-            retry_after: o
-                .retry_after
-                .as_ref()
-                .map(|r| v.dur(&f("overload.retry_after"), Some(r), 0))
-                .transpose()?,
+            retry_after: o.retry_after.as_ref().map(|r| v.dur(&f("overload.retry_after"), Some(r), 0)).transpose()?,
         },
     };
-    if s.rate_limit.is_some() {
-        return Err(not_yet(
-            v.file,
-            &f("rate_limit"),
-            "service-side rate limiting",
-        ));
-    }
+    let rate_limit = match &s.rate_limit {
+        None => None,
+        Some(r) => {
+            let rate = match &r.rate {
+                Some(text) => parse_rate(text).map_err(|m| v.err(&f("rate_limit.rate"), m))?,
+                None => return Err(v.err(&f("rate_limit.rate"), "required: a rate such as \"2000/s\"")),
+            };
+            let burst = r.burst.unwrap_or(1);
+            if burst < 1 {
+                return Err(v.err(&f("rate_limit.burst"), format!("must be at least 1, got {burst}")));
+            }
+            Some(RateLimit {
+                rate,
+                burst: burst as f64,
+                status: v.status(&f("rate_limit.status"), r.status.as_ref(), 429)?,
+                retry_after: r
+                    .retry_after
+                    .as_ref()
+                    .map(|x| v.dur(&f("rate_limit.retry_after"), Some(x), 0))
+                    .transpose()?,
+            })
+        }
+    };
     let ledger = match &s.idempotency {
         None => None,
         Some(l) => Some(ledger(v, l, &f("idempotency"))?),
@@ -586,10 +487,7 @@ fn service(
                 None => 1,
                 Some(toml::Value::Integer(n)) if (1..=1_000_000_000).contains(n) => *n as u32,
                 Some(other) => {
-                    return Err(v.err(
-                        &f("occ.rows"),
-                        format!("must be an integer from 1 to 1000000000, got {other}"),
-                    ));
+                    return Err(v.err(&f("occ.rows"), format!("must be an integer from 1 to 1000000000, got {other}")));
                 }
             };
             Some(rows)
@@ -609,6 +507,8 @@ fn service(
         name: s.name.clone(),
         workers,
         queue_limit,
+        discipline,
+        rate_limit,
         service_time,
         drop_expired: s.drop_expired.unwrap_or(false),
         overload,
@@ -626,10 +526,7 @@ fn ledger(v: &V, l: &LedgerRaw, field: &str) -> InputResult<LedgerSpec> {
         "durable" => true,
         "memory" => false,
         other => {
-            return Err(v.err(
-                &f("store"),
-                format!("unknown store \"{other}\": allowed are durable, memory"),
-            ));
+            return Err(v.err(&f("store"), format!("unknown store \"{other}\": allowed are durable, memory")));
         }
     };
     let wait = match l.in_progress.as_deref().unwrap_or("conflict") {
@@ -652,23 +549,11 @@ fn ledger(v: &V, l: &LedgerRaw, field: &str) -> InputResult<LedgerSpec> {
     if record_delay == NEVER {
         return Err(v.err(&f("record_delay"), "must be finite"));
     }
-    Ok(LedgerSpec {
-        durable,
-        ttl,
-        wait,
-        lease,
-        atomic,
-        record_delay,
-    })
+    Ok(LedgerSpec { durable, ttl, wait, lease, atomic, record_delay })
 }
 
 /// `rate = "800/s"` or `rate = [{ at = "0s", rate = "800/s" }, …]`.
-fn rate_schedule(
-    v: &V,
-    field: &str,
-    value: Option<&toml::Value>,
-    duration: Nanos,
-) -> InputResult<Vec<(Nanos, f64)>> {
+fn rate_schedule(v: &V, field: &str, value: Option<&toml::Value>, duration: Nanos) -> InputResult<Vec<(Nanos, f64)>> {
     let Some(value) = value else {
         return Err(v.err(field, "required for an open-loop client: a rate such as \"800/s\" or a schedule [{ at = \"0s\", rate = \"800/s\" }, …]"));
     };
@@ -678,51 +563,31 @@ fn rate_schedule(
             let mut out: Vec<(Nanos, f64)> = Vec::new();
             for (i, item) in items.iter().enumerate() {
                 let ef = format!("{field}.{i}");
-                let t = item.as_table().ok_or_else(|| {
-                    v.err(
-                        &ef,
-                        "each schedule entry is a table { at = \"30s\", rate = \"900/s\" }",
-                    )
-                })?;
+                let t = item
+                    .as_table()
+                    .ok_or_else(|| v.err(&ef, "each schedule entry is a table { at = \"30s\", rate = \"900/s\" }"))?;
                 if let Some(k) = t.keys().find(|k| *k != "at" && *k != "rate") {
-                    return Err(v.err(
-                        &format!("{ef}.{k}"),
-                        "unknown key: a schedule entry has `at` and `rate`",
-                    ));
+                    return Err(v.err(&format!("{ef}.{k}"), "unknown key: a schedule entry has `at` and `rate`"));
                 }
                 let at = match t.get("at") {
-                    Some(toml::Value::String(s)) => {
-                        parse_duration(s).map_err(|m| v.err(&format!("{ef}.at"), m))?
-                    }
+                    Some(toml::Value::String(s)) => parse_duration(s).map_err(|m| v.err(&format!("{ef}.at"), m))?,
                     _ => {
-                        return Err(
-                            v.err(&format!("{ef}.at"), "required: a duration such as \"30s\"")
-                        );
+                        return Err(v.err(&format!("{ef}.at"), "required: a duration such as \"30s\""));
                     }
                 };
                 let rate = match t.get("rate") {
-                    Some(toml::Value::String(s)) => {
-                        parse_rate(s).map_err(|m| v.err(&format!("{ef}.rate"), m))?
-                    }
+                    Some(toml::Value::String(s)) => parse_rate(s).map_err(|m| v.err(&format!("{ef}.rate"), m))?,
                     _ => {
-                        return Err(
-                            v.err(&format!("{ef}.rate"), "required: a rate such as \"800/s\"")
-                        );
+                        return Err(v.err(&format!("{ef}.rate"), "required: a rate such as \"800/s\""));
                     }
                 };
                 if let Some(&(prev, _)) = out.last()
                     && at <= prev
                 {
-                    return Err(v.err(
-                        &format!("{ef}.at"),
-                        "schedule entries must have strictly increasing `at`",
-                    ));
+                    return Err(v.err(&format!("{ef}.at"), "schedule entries must have strictly increasing `at`"));
                 }
                 if at >= duration {
-                    return Err(v.err(
-                        &format!("{ef}.at"),
-                        "must be before the experiment's `duration`",
-                    ));
+                    return Err(v.err(&format!("{ef}.at"), "must be before the experiment's `duration`"));
                 }
                 out.push((at, rate));
             }
@@ -731,9 +596,6 @@ fn rate_schedule(
             }
             Ok(out)
         }
-        other => Err(v.err(
-            field,
-            format!("must be a rate such as \"800/s\" or a non-empty schedule, got {other}"),
-        )),
+        other => Err(v.err(field, format!("must be a rate such as \"800/s\" or a non-empty schedule, got {other}"))),
     }
 }

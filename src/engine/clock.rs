@@ -16,11 +16,7 @@ pub fn from_secs_f64(secs: f64) -> Nanos {
         return 0;
     }
     let ns = (secs * NANOS_PER_SEC).round();
-    if ns >= NEVER as f64 {
-        NEVER
-    } else {
-        ns as Nanos
-    }
+    if ns >= NEVER as f64 { NEVER } else { ns as Nanos }
 }
 
 /// Converts nanoseconds to seconds.

@@ -48,12 +48,7 @@ impl<E: Copy> Default for EventQueue<E> {
 impl<E: Copy> EventQueue<E> {
     /// An empty queue at time 0.
     pub fn new() -> Self {
-        Self {
-            heap: BinaryHeap::with_capacity(1024),
-            next_seq: 0,
-            now: 0,
-            popped: 0,
-        }
+        Self { heap: BinaryHeap::with_capacity(1024), next_seq: 0, now: 0, popped: 0 }
     }
 
     /// The current simulated time: the time of the last event popped.

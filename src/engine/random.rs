@@ -46,9 +46,7 @@ impl KeyedRandom {
     /// The source for replication `replication` of an experiment seeded
     /// with `seed`. It does not depend on the variant.
     pub fn for_replication(seed: u64, replication: u64) -> Self {
-        Self {
-            seed: hash_words(seed, &[0x5EED, replication]),
-        }
+        Self { seed: hash_words(seed, &[0x5EED, replication]) }
     }
 
     /// One uniform draw in (0, 1) for the given key.
@@ -60,9 +58,7 @@ impl KeyedRandom {
     /// A stream of draws for the given key (for samplers needing several).
     #[inline]
     pub fn stream(&self, key: &[u64]) -> Stream {
-        Stream {
-            state: hash_words(self.seed, key),
-        }
+        Stream { state: hash_words(self.seed, key) }
     }
 }
 
@@ -140,9 +136,6 @@ mod tests {
         let n = 200_000;
         let mean: f64 = (0..n).map(|i| r.unit(&[i])).sum::<f64>() / n as f64;
         // Standard error of the mean of U(0,1) is sqrt(1/12/n) ~ 0.00065.
-        assert!(
-            (mean - 0.5).abs() < 4.0 * (1.0f64 / 12.0 / n as f64).sqrt(),
-            "{mean}"
-        );
+        assert!((mean - 0.5).abs() < 4.0 * (1.0f64 / 12.0 / n as f64).sqrt(), "{mean}");
     }
 }

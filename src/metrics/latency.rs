@@ -19,8 +19,8 @@ impl Default for LatencyHistogram {
 impl LatencyHistogram {
     /// A histogram with `digits` significant decimal digits.
     pub fn with_precision(digits: u8) -> Self {
-        let hist = Histogram::new_with_bounds(1_000, 86_400_000_000_000, digits)
-            .expect("static histogram bounds are valid");
+        let hist =
+            Histogram::new_with_bounds(1_000, 86_400_000_000_000, digits).expect("static histogram bounds are valid");
         Self { hist, sum_ns: 0 }
     }
 

@@ -149,10 +149,7 @@ impl RunCollector {
         put("duplicate_intents", Some(self.duplicates as f64));
         put("orphan_commits", Some(self.orphan_commits as f64));
         put("lost_effects", Some(self.lost_effects as f64));
-        put(
-            "outbox_events_per_intent",
-            per_intent(self.events_sent as f64),
-        );
+        put("outbox_events_per_intent", per_intent(self.events_sent as f64));
         let ledgers = s.services.iter().any(|sv| sv.ledger.is_some());
         for (k, v) in [
             ("ledger_replays", self.ledger_replays),
@@ -163,20 +160,25 @@ impl RunCollector {
         ] {
             put(k, ledgers.then_some(v as f64));
         }
-        let deadlines = s
-            .clients
-            .iter()
-            .any(|c| c.policy.deadline != crate::engine::NEVER);
-        put(
-            "deadline_overruns",
-            deadlines.then_some(self.deadline_overruns as f64),
-        );
+        let deadlines = s.clients.iter().any(|c| c.policy.deadline != crate::engine::NEVER);
+        put("deadline_overruns", deadlines.then_some(self.deadline_overruns as f64));
         let budgeted = (0..s.edges.len()).any(|e| s.edge_policy(e).budget.is_some());
         let denied = self.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
         put("retries_denied_budget", budgeted.then_some(denied as f64));
-        // Not produced by this model yet: null, never 0.
-        put("recovery_time_s", None);
-        put("recovered_fraction", None);
+        let rows = self.series.rows();
+        let goodput: Vec<u64> = rows.iter().map(|r| r.goodput).collect();
+        let offered: Vec<u64> = rows.iter().map(|r| r.offered).collect();
+        let rec = super::recovery::recovery(
+            &goodput,
+            &offered,
+            s.bin,
+            s.warmup,
+            s.duration,
+            &super::recovery::disturbances(s),
+        );
+        put("recovery_time_s", rec.recovery_time_s);
+        put("recovered_fraction", rec.recovered);
+        put("collapse_time_s", rec.collapse_time_s);
 
         let edges = s
             .edges
@@ -185,11 +187,7 @@ impl RunCollector {
             .map(|(i, e)| {
                 let mut em = MetricMap::new();
                 // A client edge counts per intent of its own client class.
-                let own = s
-                    .clients
-                    .iter()
-                    .position(|c| c.edge == i)
-                    .map(|c| self.client_intents[c]);
+                let own = s.clients.iter().position(|c| c.edge == i).map(|c| self.client_intents[c]);
                 let value = match own {
                     Some(n) => (n > 0).then(|| self.edge_attempts[i] as f64 / n as f64),
                     None => per_intent(self.edge_attempts[i] as f64),
@@ -205,20 +203,11 @@ impl RunCollector {
             .enumerate()
             .map(|(i, sv)| {
                 let mut sm = MetricMap::new();
-                sm.insert(
-                    "requests_per_intent".into(),
-                    per_intent(self.service_arrivals[i] as f64),
-                );
-                sm.insert(
-                    "utilization".into(),
-                    Some(self.window_busy[i] / (window_ns * sv.workers as f64)),
-                );
+                sm.insert("requests_per_intent".into(), per_intent(self.service_arrivals[i] as f64));
+                sm.insert("utilization".into(), Some(self.window_busy[i] / (window_ns * sv.workers as f64)));
                 sm.insert("queue_len".into(), Some(self.window_queue[i] / window_ns));
                 let w = self.service_work_ns[i];
-                sm.insert(
-                    "wasted_fraction".into(),
-                    (w > 0.0).then(|| self.service_wasted_ns[i] / w),
-                );
+                sm.insert("wasted_fraction".into(), (w > 0.0).then(|| self.service_wasted_ns[i] / w));
                 (sv.name.clone(), sm)
             })
             .collect();
@@ -228,14 +217,8 @@ impl RunCollector {
             .enumerate()
             .map(|(k, name)| {
                 let mut km = MetricMap::new();
-                km.insert(
-                    "commits_per_intent".into(),
-                    per_intent(self.effects[k] as f64),
-                );
-                km.insert(
-                    "duplicate_intents".into(),
-                    Some(self.effect_duplicates[k] as f64),
-                );
+                km.insert("commits_per_intent".into(), per_intent(self.effects[k] as f64));
+                km.insert("duplicate_intents".into(), Some(self.effect_duplicates[k] as f64));
                 km.insert("extra".into(), Some(self.effect_extra[k] as f64));
                 (name.clone(), km)
             })

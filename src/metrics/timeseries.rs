@@ -33,11 +33,7 @@ pub struct TimeSeries {
 impl TimeSeries {
     /// An empty series with bins of `bin` for `services` services.
     pub fn new(bin: Nanos, services: usize) -> Self {
-        Self {
-            bin,
-            services,
-            rows: Vec::new(),
-        }
+        Self { bin, services, rows: Vec::new() }
     }
 
     /// The bin width.
@@ -86,9 +82,7 @@ impl TimeSeries {
     pub fn record_success(&mut self, t: Nanos, latency: Nanos) {
         let row = self.at(t);
         row.goodput += 1;
-        row.latency
-            .get_or_insert_with(|| Box::new(LatencyHistogram::with_precision(2)))
-            .record(latency);
+        row.latency.get_or_insert_with(|| Box::new(LatencyHistogram::with_precision(2))).record(latency);
     }
 
     /// Makes sure bins exist up to time `end`.

@@ -90,9 +90,7 @@ mod tests {
 
     fn sample_mean(d: &Dist, n: u64) -> (f64, Vec<f64>) {
         let r = KeyedRandom::for_replication(3, 0);
-        let xs: Vec<f64> = (0..n)
-            .map(|i| to_secs_f64(d.sample(&r, &[11, i])))
-            .collect();
+        let xs: Vec<f64> = (0..n).map(|i| to_secs_f64(d.sample(&r, &[11, i]))).collect();
         (xs.iter().sum::<f64>() / n as f64, xs)
     }
 
@@ -101,24 +99,14 @@ mod tests {
         let n = 100_000;
         for d in [
             Dist::Exp { mean: 0.01 },
-            Dist::Uniform {
-                min: 0.01,
-                max: 0.03,
-            },
-            Dist::Gamma {
-                shape: 2.0,
-                scale: 0.005,
-            },
+            Dist::Uniform { min: 0.01, max: 0.03 },
+            Dist::Gamma { shape: 2.0, scale: 0.005 },
             Dist::lognormal_from_mean_p99(0.015, 0.08).unwrap(),
         ] {
             let (m, xs) = sample_mean(&d, n);
             let var = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64;
             let se = (var / n as f64).sqrt();
-            assert!(
-                (m - d.mean_secs()).abs() < 5.0 * se,
-                "{d:?}: mean {m} vs {}",
-                d.mean_secs()
-            );
+            assert!((m - d.mean_secs()).abs() < 5.0 * se, "{d:?}: mean {m} vs {}", d.mean_secs());
         }
     }
 

@@ -58,13 +58,7 @@ pub struct Ledger {
 impl Ledger {
     /// An empty ledger.
     pub fn new(spec: LedgerSpec) -> Self {
-        Self {
-            spec,
-            records: HashMap::new(),
-            expiry: VecDeque::new(),
-            next_generation: 0,
-            peak: 0,
-        }
+        Self { spec, records: HashMap::new(), expiry: VecDeque::new(), next_generation: 0, peak: 0 }
     }
 
     /// The ledger's configuration.
@@ -78,11 +72,7 @@ impl Ledger {
                 break;
             }
             self.expiry.pop_front();
-            if self
-                .records
-                .get(&key)
-                .is_some_and(|r| r.generation == generation)
-            {
+            if self.records.get(&key).is_some_and(|r| r.generation == generation) {
                 self.records.remove(&key);
             }
         }
@@ -91,17 +81,8 @@ impl Ledger {
     fn place(&mut self, now: Nanos, key: u64, fingerprint: u64, owner: (u32, u64)) {
         let generation = self.next_generation;
         self.next_generation += 1;
-        self.records.insert(
-            key,
-            Record {
-                fingerprint,
-                owner,
-                state: State::InProgress { since: now },
-                generation,
-            },
-        );
-        self.expiry
-            .push_back((now.saturating_add(self.spec.ttl), key, generation));
+        self.records.insert(key, Record { fingerprint, owner, state: State::InProgress { since: now }, generation });
+        self.expiry.push_back((now.saturating_add(self.spec.ttl), key, generation));
         self.peak = self.peak.max(self.records.len());
     }
 
@@ -146,11 +127,7 @@ impl Ledger {
     /// The request holding `key`'s placeholder failed without committing:
     /// the placeholder goes, so a retry executes afresh.
     pub fn abandon(&mut self, key: u64) {
-        if self
-            .records
-            .get(&key)
-            .is_some_and(|r| matches!(r.state, State::InProgress { .. }))
-        {
+        if self.records.get(&key).is_some_and(|r| matches!(r.state, State::InProgress { .. })) {
             self.records.remove(&key);
         }
     }
@@ -171,10 +148,7 @@ impl Ledger {
         if self.spec.lease != NEVER {
             return 0;
         }
-        self.records
-            .values()
-            .filter(|r| matches!(r.state, State::InProgress { .. }))
-            .count() as u64
+        self.records.values().filter(|r| matches!(r.state, State::InProgress { .. })).count() as u64
     }
 
     /// The owner of one stuck placeholder (the smallest, for determinism).
@@ -182,11 +156,7 @@ impl Ledger {
         if self.spec.lease != NEVER {
             return None;
         }
-        self.records
-            .values()
-            .filter(|r| matches!(r.state, State::InProgress { .. }))
-            .map(|r| r.owner)
-            .min()
+        self.records.values().filter(|r| matches!(r.state, State::InProgress { .. })).map(|r| r.owner).min()
     }
 
     /// Records held now.
@@ -207,14 +177,7 @@ mod tests {
     const S: Nanos = 1_000_000_000;
 
     fn spec() -> LedgerSpec {
-        LedgerSpec {
-            durable: true,
-            ttl: 100 * S,
-            wait: false,
-            lease: 10 * S,
-            atomic: true,
-            record_delay: 0,
-        }
+        LedgerSpec { durable: true, ttl: 100 * S, wait: false, lease: 10 * S, atomic: true, record_delay: 0 }
     }
 
     #[test]
@@ -225,11 +188,7 @@ mod tests {
         assert_eq!(l.lookup(S, 7, 2, (0, 0)), Lookup::Reject, "another body");
         assert!(l.complete(7, Outcome::Ok));
         assert_eq!(l.lookup(2 * S, 7, 1, (0, 0)), Lookup::Replay(Outcome::Ok));
-        assert_eq!(
-            l.lookup(2 * S, 7, 9, (0, 0)),
-            Lookup::Reject,
-            "never the old result for another body"
-        );
+        assert_eq!(l.lookup(2 * S, 7, 9, (0, 0)), Lookup::Reject, "never the old result for another body");
     }
 
     #[test]
@@ -237,11 +196,7 @@ mod tests {
         let mut l = Ledger::new(spec());
         assert_eq!(l.lookup(0, 1, 1, (0, 0)), Lookup::Execute);
         assert_eq!(l.lookup(9 * S, 1, 1, (0, 0)), Lookup::Conflict);
-        assert_eq!(
-            l.stuck(),
-            0,
-            "a finite lease lets the next request recover it"
-        );
+        assert_eq!(l.stuck(), 0, "a finite lease lets the next request recover it");
         assert_eq!(l.lookup(10 * S, 1, 1, (0, 0)), Lookup::Recover);
         l.complete(1, Outcome::Ok);
         // After the ttl the key is new again.
@@ -251,29 +206,18 @@ mod tests {
 
     #[test]
     fn never_leases_stick_and_wait_holds_duplicates() {
-        let mut l = Ledger::new(LedgerSpec {
-            lease: NEVER,
-            wait: true,
-            ..spec()
-        });
+        let mut l = Ledger::new(LedgerSpec { lease: NEVER, wait: true, ..spec() });
         assert_eq!(l.lookup(0, 3, 1, (0, 0)), Lookup::Execute);
         assert_eq!(l.lookup(99 * S, 3, 1, (0, 0)), Lookup::Wait);
         assert_eq!(l.stuck(), 1);
         l.abandon(3);
-        assert_eq!(
-            l.lookup(50 * S, 3, 1, (0, 0)),
-            Lookup::Execute,
-            "a failed execution leaves no record"
-        );
+        assert_eq!(l.lookup(50 * S, 3, 1, (0, 0)), Lookup::Execute, "a failed execution leaves no record");
     }
 
     #[test]
     fn a_crash_empties_only_a_memory_store() {
         let mut durable = Ledger::new(spec());
-        let mut memory = Ledger::new(LedgerSpec {
-            durable: false,
-            ..spec()
-        });
+        let mut memory = Ledger::new(LedgerSpec { durable: false, ..spec() });
         for l in [&mut durable, &mut memory] {
             l.lookup(0, 5, 1, (0, 0));
             l.complete(5, Outcome::Ok);
@@ -285,10 +229,7 @@ mod tests {
 
     #[test]
     fn memory_is_bounded_by_the_ttl_window() {
-        let mut l = Ledger::new(LedgerSpec {
-            ttl: 10 * S,
-            ..spec()
-        });
+        let mut l = Ledger::new(LedgerSpec { ttl: 10 * S, ..spec() });
         for i in 0..10_000u64 {
             let now = i * S / 10; // 10 keys per second
             assert_eq!(l.lookup(now, i, 1, (0, 0)), Lookup::Execute);

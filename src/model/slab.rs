@@ -22,11 +22,7 @@ pub struct Slab<T> {
 
 impl<T> Default for Slab<T> {
     fn default() -> Self {
-        Self {
-            slots: Vec::new(),
-            free: Vec::new(),
-            live: 0,
-        }
+        Self { slots: Vec::new(), free: Vec::new(), live: 0 }
     }
 }
 
@@ -37,16 +33,10 @@ impl<T> Slab<T> {
         if let Some(idx) = self.free.pop() {
             let slot = &mut self.slots[idx as usize];
             slot.value = Some(value);
-            Id {
-                idx,
-                generation: slot.generation,
-            }
+            Id { idx, generation: slot.generation }
         } else {
             let idx = u32::try_from(self.slots.len()).expect("fewer than 2^32 live entities");
-            self.slots.push(Slot {
-                generation: 0,
-                value: Some(value),
-            });
+            self.slots.push(Slot { generation: 0, value: Some(value) });
             Id { idx, generation: 0 }
         }
     }
@@ -55,22 +45,14 @@ impl<T> Slab<T> {
     #[inline]
     pub fn get(&self, id: Id) -> Option<&T> {
         let slot = self.slots.get(id.idx as usize)?;
-        if slot.generation == id.generation {
-            slot.value.as_ref()
-        } else {
-            None
-        }
+        if slot.generation == id.generation { slot.value.as_ref() } else { None }
     }
 
     /// The entity, mutably, if `id` is still live.
     #[inline]
     pub fn get_mut(&mut self, id: Id) -> Option<&mut T> {
         let slot = self.slots.get_mut(id.idx as usize)?;
-        if slot.generation == id.generation {
-            slot.value.as_mut()
-        } else {
-            None
-        }
+        if slot.generation == id.generation { slot.value.as_mut() } else { None }
     }
 
     /// Removes the entity; its id becomes stale.
@@ -102,10 +84,7 @@ impl<T> Slab<T> {
             .iter()
             .enumerate()
             .filter(|(_, s)| s.value.is_some())
-            .map(|(i, s)| Id {
-                idx: i as u32,
-                generation: s.generation,
-            })
+            .map(|(i, s)| Id { idx: i as u32, generation: s.generation })
             .collect()
     }
 

@@ -24,6 +24,7 @@ mod arrivals;
 mod caller;
 mod downstream;
 mod idempotency;
+mod queueing;
 mod server;
 mod settle;
 
@@ -72,6 +73,8 @@ enum Event {
     Crash { fault: u32 },
     /// A non-atomic ledger writes its record, `record_delay` after the business write.
     RecordWrite { write: Id },
+    /// A brownout of a service ended: its workers are back.
+    Capacity { service: u32 },
 }
 
 struct Intent {
@@ -181,7 +184,13 @@ struct Plan {
 
 struct ServiceState {
     busy: u32,
-    queue: VecDeque<Id>,
+    /// Waiting requests and when they arrived.
+    queue: VecDeque<(Id, Nanos)>,
+    /// When the queue was last empty (CoDel).
+    last_empty: Nanos,
+    /// Rate limiter tokens and their last refill.
+    tokens: f64,
+    last_refill: Nanos,
     last_change: Nanos,
     /// OCC row versions.
     versions: Vec<u64>,
@@ -217,11 +226,7 @@ struct ClientState {
 impl ClientState {
     /// The budget of `instance` (or the shared one).
     fn budget(&mut self, instance: u32) -> Option<&mut Budget> {
-        let i = if self.budgets.len() == 1 {
-            0
-        } else {
-            instance as usize
-        };
+        let i = if self.budgets.len() == 1 { 0 } else { instance as usize };
         self.budgets.get_mut(i)
     }
 
@@ -296,11 +301,7 @@ impl<'s> World<'s> {
                     next_seq: 0,
                     budgets,
                     breakers,
-                    rounds: if closed {
-                        vec![0; spec.count as usize]
-                    } else {
-                        Vec::new()
-                    },
+                    rounds: if closed { vec![0; spec.count as usize] } else { Vec::new() },
                 }
             })
             .collect();
@@ -308,17 +309,14 @@ impl<'s> World<'s> {
             .services
             .iter()
             .map(|spec| {
-                let phase = |w: When| {
-                    spec.calls
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| c.when == w)
-                        .map(|(i, _)| i)
-                        .collect()
-                };
+                let phase =
+                    |w: When| spec.calls.iter().enumerate().filter(|(_, c)| c.when == w).map(|(i, _)| i).collect();
                 ServiceState {
                     busy: 0,
                     queue: VecDeque::new(),
+                    last_empty: 0,
+                    tokens: spec.rate_limit.map_or(0.0, |r| r.burst),
+                    last_refill: 0,
                     last_change: 0,
                     versions: vec![0; spec.occ_rows.unwrap_or(0) as usize],
                     plan: Plan {
@@ -338,18 +336,13 @@ impl<'s> World<'s> {
             .edges
             .iter()
             .map(|e| match e.caller {
-                Caller::Client(_) => EdgeState {
-                    budget: None,
-                    breaker: None,
-                    dedup_slot: None,
-                },
+                Caller::Client(_) => EdgeState { budget: None, breaker: None, dedup_slot: None },
                 Caller::Service { service, index } => {
                     let call = &s.services[service].calls[index];
-                    let dedup_slot = (call.when == When::Outbox && call.dedup && next_slot < 32)
-                        .then(|| {
-                            next_slot += 1;
-                            next_slot - 1
-                        });
+                    let dedup_slot = (call.when == When::Outbox && call.dedup && next_slot < 32).then(|| {
+                        next_slot += 1;
+                        next_slot - 1
+                    });
                     EdgeState {
                         budget: call.policy.budget.map(|b| Budget::new(b.kind)),
                         breaker: call.policy.breaker.map(Breaker::new),
@@ -376,8 +369,12 @@ impl<'s> World<'s> {
             w.schedule_first_arrivals(c);
         }
         for (i, f) in s.faults.iter().enumerate() {
-            if f.kind == FaultKind::Crash {
-                w.q.schedule_at(f.start, Event::Crash { fault: i as u32 });
+            match f.kind {
+                FaultKind::Crash => w.q.schedule_at(f.start, Event::Crash { fault: i as u32 }),
+                FaultKind::Brownout { .. } if f.end != NEVER => {
+                    w.q.schedule_at(f.end, Event::Capacity { service: f.target as u32 })
+                }
+                _ => {}
             }
         }
         w
@@ -402,6 +399,7 @@ impl<'s> World<'s> {
                 Event::Retry { call } => self.send(call),
                 Event::Crash { fault } => self.on_crash(fault as usize),
                 Event::RecordWrite { write } => self.on_record_write(write),
+                Event::Capacity { service } => self.fill_workers(service as usize),
             }
         }
         let end = self.q.now().max(self.s.duration);

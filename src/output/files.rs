@@ -11,32 +11,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> anyhow::Re
     if let Ok(target) = path.canonicalize() {
         for input in inputs {
             if input.canonicalize().is_ok_and(|i| i == target) {
-                bail!(
-                    "refusing to write {}: it is an input file of this run",
-                    path.display()
-                );
+                bail!("refusing to write {}: it is an input file of this run", path.display());
             }
         }
     }
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the output folder {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the output folder {}", dir.display()))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(bytes)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
     f.sync_all().ok();
     drop(f);
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot move {} into place", path.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot move {} into place", path.display()))?;
     Ok(())
 }
 

@@ -4,9 +4,7 @@
 use crate::analysis::{RunSet, Summary, summarize};
 use crate::config::Experiment;
 use crate::engine::to_secs_f64;
-use crate::metrics::{
-    EDGE_METRICS, EFFECT_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS,
-};
+use crate::metrics::{EDGE_METRICS, EFFECT_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -45,12 +43,7 @@ impl VariantSummary {
 fn summarize_maps(maps: &[&MetricMap], names: &[&str]) -> Vec<(String, Summary)> {
     names
         .iter()
-        .map(|&k| {
-            (
-                k.to_string(),
-                summarize(maps.iter().map(|m| m.get(k).copied().flatten()).collect()),
-            )
-        })
+        .map(|&k| (k.to_string(), summarize(maps.iter().map(|m| m.get(k).copied().flatten()).collect())))
         .collect()
 }
 
@@ -60,21 +53,12 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
         .iter()
         .map(|v| {
             let s = &v.scenario;
-            let metrics = summarize_maps(
-                &v.runs.iter().map(|r| &r.metrics).collect::<Vec<_>>(),
-                &METRICS,
-            );
-            let per = |pick: fn(&crate::metrics::RunResult) -> &Vec<(String, MetricMap)>,
-                       names: &[&str],
-                       n: usize| {
+            let metrics = summarize_maps(&v.runs.iter().map(|r| &r.metrics).collect::<Vec<_>>(), &METRICS);
+            let per = |pick: fn(&crate::metrics::RunResult) -> &Vec<(String, MetricMap)>, names: &[&str], n: usize| {
                 (0..n)
                     .map(|i| {
                         let maps: Vec<&MetricMap> = v.runs.iter().map(|r| &pick(r)[i].1).collect();
-                        let name = v
-                            .runs
-                            .first()
-                            .map(|r| pick(r)[i].0.clone())
-                            .unwrap_or_default();
+                        let name = v.runs.first().map(|r| pick(r)[i].0.clone()).unwrap_or_default();
                         (name, summarize_maps(&maps, names))
                     })
                     .collect::<Vec<_>>()
@@ -85,9 +69,7 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
             let amplification_service = services
                 .iter()
                 .map(|(n, m)| (n.clone(), m[0].1.mean.unwrap_or(0.0)))
-                .fold((String::new(), f64::NEG_INFINITY), |best, x| {
-                    if x.1 > best.1 { x } else { best }
-                })
+                .fold((String::new(), f64::NEG_INFINITY), |best, x| if x.1 > best.1 { x } else { best })
                 .0;
             let mut failures = BTreeMap::new();
             let mut denials = BTreeMap::new();
@@ -101,10 +83,8 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
                 }
                 latency.merge(&r.latency);
             }
-            let latency_cdf = cdf_quantiles()
-                .into_iter()
-                .filter_map(|q| latency.quantile_s(q).map(|x| (q, x)))
-                .collect();
+            let latency_cdf =
+                cdf_quantiles().into_iter().filter_map(|q| latency.quantile_s(q).map(|x| (q, x))).collect();
             let policy: Vec<&str> = s.clients.iter().map(|c| c.policy.name.as_str()).collect();
             VariantSummary {
                 name: s.variant.clone(),
@@ -131,11 +111,7 @@ fn summary_value(s: &Summary) -> Value {
 }
 
 fn metrics_object(ms: &[(String, Summary)]) -> Value {
-    Value::Object(
-        ms.iter()
-            .map(|(k, s)| (k.clone(), summary_value(s)))
-            .collect::<Map<_, _>>(),
-    )
+    Value::Object(ms.iter().map(|(k, s)| (k.clone(), summary_value(s))).collect::<Map<_, _>>())
 }
 
 /// The `summary.json` document.

@@ -97,26 +97,14 @@ pub fn render_text(summaries: &[VariantSummary], replications: usize) -> String 
         cells
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                if i == 0 {
-                    format!("{c:<w$}", w = widths[i])
-                } else {
-                    format!("{c:>w$}", w = widths[i])
-                }
-            })
+            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
             .collect::<Vec<_>>()
             .join("  ")
     };
     let mut out = String::new();
     out.push_str(&line(&header));
     out.push('\n');
-    out.push_str(
-        &widths
-            .iter()
-            .map(|w| "-".repeat(*w))
-            .collect::<Vec<_>>()
-            .join("  "),
-    );
+    out.push_str(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
     out.push('\n');
     for r in &body {
         out.push_str(&line(r));
@@ -134,12 +122,7 @@ pub fn render_markdown(summaries: &[VariantSummary]) -> String {
     let mut out = format!("| {} |\n", header.join(" | "));
     out.push_str(&format!(
         "|{}|\n",
-        header
-            .iter()
-            .enumerate()
-            .map(|(i, _)| if i == 0 { "---" } else { "---:" })
-            .collect::<Vec<_>>()
-            .join("|")
+        header.iter().enumerate().map(|(i, _)| if i == 0 { "---" } else { "---:" }).collect::<Vec<_>>().join("|")
     ));
     for r in body {
         out.push_str(&format!("| {} |\n", r.join(" | ")));
@@ -150,22 +133,14 @@ pub fn render_markdown(summaries: &[VariantSummary]) -> String {
 /// `summary.csv`: one row per variant; every metric's mean and CI bounds.
 pub fn render_csv(summaries: &[VariantSummary]) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header = vec![
-        "variant".to_string(),
-        "policy".to_string(),
-        "amplification_service".to_string(),
-    ];
+    let mut header = vec!["variant".to_string(), "policy".to_string(), "amplification_service".to_string()];
     for m in METRICS {
         header.extend([m.to_string(), format!("{m}_ci_lo"), format!("{m}_ci_hi")]);
     }
     w.write_record(&header)?;
     let num = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
     for v in summaries {
-        let mut row = vec![
-            v.name.clone(),
-            v.policy.clone(),
-            v.amplification_service.clone(),
-        ];
+        let mut row = vec![v.name.clone(), v.policy.clone(), v.amplification_service.clone()];
         for m in METRICS {
             let s = v.metric(m);
             row.push(num(s.and_then(|s| s.mean)));
@@ -182,35 +157,17 @@ pub fn render_csv(summaries: &[VariantSummary]) -> anyhow::Result<String> {
 pub fn render_breakdown(summaries: &[VariantSummary]) -> String {
     let mut out = String::new();
     for v in summaries {
-        let intents: f64 = v
-            .metric("intents")
-            .map(|s| s.values.iter().flatten().sum())
-            .unwrap_or(0.0);
+        let intents: f64 = v.metric("intents").map(|s| s.values.iter().flatten().sum()).unwrap_or(0.0);
         if v.failures.is_empty() && v.denials.is_empty() {
             continue;
         }
         let mut failures: Vec<(&String, &u64)> = v.failures.iter().collect();
         failures.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         let share = |n: u64| {
-            if intents > 0.0 {
-                format!("{:.2}%", n as f64 / intents * 100.0)
-            } else {
-                n.to_string()
-            }
+            if intents > 0.0 { format!("{:.2}%", n as f64 / intents * 100.0) } else { n.to_string() }
         };
-        let f: Vec<String> = failures
-            .iter()
-            .map(|(k, n)| format!("{k} {}", share(**n)))
-            .collect();
-        out.push_str(&format!(
-            "{}: failed: {}",
-            v.name,
-            if f.is_empty() {
-                "none".into()
-            } else {
-                f.join(", ")
-            }
-        ));
+        let f: Vec<String> = failures.iter().map(|(k, n)| format!("{k} {}", share(**n))).collect();
+        out.push_str(&format!("{}: failed: {}", v.name, if f.is_empty() { "none".into() } else { f.join(", ") }));
         if !v.denials.is_empty() {
             let d: Vec<String> = v.denials.iter().map(|(k, n)| format!("{k} {n}")).collect();
             out.push_str(&format!("; retries refused: {}", d.join(", ")));

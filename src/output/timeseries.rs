@@ -45,11 +45,7 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
                     (row.offered as f64 / bin_s).to_string(),
                     (row.attempts as f64 / bin_s).to_string(),
                     (row.goodput as f64 / bin_s).to_string(),
-                    row.latency
-                        .as_ref()
-                        .and_then(|h| h.quantile_s(0.99))
-                        .map(|x| x.to_string())
-                        .unwrap_or_default(),
+                    row.latency.as_ref().and_then(|h| h.quantile_s(0.99)).map(|x| x.to_string()).unwrap_or_default(),
                 ];
                 let svc = |k: usize| {
                     [
@@ -76,11 +72,7 @@ pub fn render_faults(set: &RunSet) -> anyhow::Result<String> {
     for v in &set.variants {
         let s = &v.scenario;
         for f in &s.faults {
-            let end = if f.end == crate::engine::NEVER {
-                String::new()
-            } else {
-                to_secs_f64(f.end).to_string()
-            };
+            let end = if f.end == crate::engine::NEVER { String::new() } else { to_secs_f64(f.end).to_string() };
             w.write_record([
                 s.variant.clone(),
                 f.name.clone(),

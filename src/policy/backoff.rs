@@ -44,13 +44,7 @@ pub struct Backoff {
 
 impl Default for Backoff {
     fn default() -> Self {
-        Self {
-            kind: BackoffKind::None,
-            base: 0,
-            cap: NEVER,
-            multiplier: 2.0,
-            jitter: Jitter::None,
-        }
+        Self { kind: BackoffKind::None, base: 0, cap: NEVER, multiplier: 2.0, jitter: Jitter::None }
     }
 }
 
@@ -123,13 +117,7 @@ mod tests {
     const MS: Nanos = 1_000_000;
 
     fn expo(jitter: Jitter) -> Backoff {
-        Backoff {
-            kind: BackoffKind::Exponential,
-            base: 100 * MS,
-            cap: 1000 * MS,
-            multiplier: 2.0,
-            jitter,
-        }
+        Backoff { kind: BackoffKind::Exponential, base: 100 * MS, cap: 1000 * MS, multiplier: 2.0, jitter }
     }
 
     #[test]
@@ -142,11 +130,7 @@ mod tests {
 
     #[test]
     fn constant_and_none() {
-        let c = Backoff {
-            kind: BackoffKind::Constant,
-            base: 50 * MS,
-            ..Backoff::default()
-        };
+        let c = Backoff { kind: BackoffKind::Constant, base: 50 * MS, ..Backoff::default() };
         assert_eq!(c.delay(1, 0, 0.3), 50 * MS);
         assert_eq!(c.delay(7, 0, 0.3), 50 * MS);
         assert_eq!(Backoff::default().delay(4, 0, 0.5), 0);
@@ -162,14 +146,9 @@ mod tests {
             (Jitter::Proportional(0.2), 320.0, 480.0, 400.0),
         ] {
             let b = expo(jitter);
-            let draws: Vec<f64> = (0..n)
-                .map(|_| b.delay(3, 0, stream.unit()) as f64 / MS as f64)
-                .collect();
+            let draws: Vec<f64> = (0..n).map(|_| b.delay(3, 0, stream.unit()) as f64 / MS as f64).collect();
             let m = draws.iter().sum::<f64>() / n as f64;
-            assert!(
-                draws.iter().all(|&d| d >= lo && d <= hi),
-                "{jitter:?} out of [{lo}, {hi}]"
-            );
+            assert!(draws.iter().all(|&d| d >= lo && d <= hi), "{jitter:?} out of [{lo}, {hi}]");
             // Uniform on [lo, hi]: sd = (hi-lo)/sqrt(12); 5 standard errors.
             let se = (hi - lo) / 12f64.sqrt() / (n as f64).sqrt();
             assert!((m - mean).abs() < 5.0 * se, "{jitter:?} mean {m} vs {mean}");
@@ -178,23 +157,13 @@ mod tests {
 
     #[test]
     fn decorrelated_stays_between_base_and_three_times_prev() {
-        let b = Backoff {
-            kind: BackoffKind::Decorrelated,
-            base: 100 * MS,
-            cap: 2000 * MS,
-            ..Backoff::default()
-        };
+        let b = Backoff { kind: BackoffKind::Decorrelated, base: 100 * MS, cap: 2000 * MS, ..Backoff::default() };
         let mut stream = crate::engine::Stream::from_state(7);
         let mut prev = 0;
         for n in 1..50 {
             let d = b.delay(n, prev, stream.unit());
             let hi = 3 * if prev == 0 { b.base } else { prev };
-            assert!(
-                d >= b.base && d <= hi.min(b.cap),
-                "retry {n}: {d} not in [{}, {}]",
-                b.base,
-                hi
-            );
+            assert!(d >= b.base && d <= hi.min(b.cap), "retry {n}: {d} not in [{}, {}]", b.base, hi);
             prev = d;
         }
         // u = 0.5 from prev = base: base + (3 base - base) / 2 = 2 base.
@@ -236,22 +205,13 @@ mod sequence_tests {
         let limits = [100.0, 200.0, 400.0, 800.0, 1000.0, 1000.0];
         let round = |x: f64| (x * 1000.0).round() / 1000.0;
         let full: Vec<f64> = (0..6).map(|i| round(u[i] * limits[i])).collect();
-        let equal: Vec<f64> = (0..6)
-            .map(|i| round(limits[i] / 2.0 + u[i] * limits[i] / 2.0))
-            .collect();
-        let prop: Vec<f64> = (0..6)
-            .map(|i| round(limits[i] * (0.8 + 0.4 * u[i])))
-            .collect();
+        let equal: Vec<f64> = (0..6).map(|i| round(limits[i] / 2.0 + u[i] * limits[i] / 2.0)).collect();
+        let prop: Vec<f64> = (0..6).map(|i| round(limits[i] * (0.8 + 0.4 * u[i]))).collect();
         assert_eq!(sequence(&expo(Jitter::None)), limits.to_vec());
         assert_eq!(sequence(&expo(Jitter::Full)), full);
         assert_eq!(sequence(&expo(Jitter::Equal)), equal);
         assert_eq!(sequence(&expo(Jitter::Proportional(0.2))), prop);
-        let dec = Backoff {
-            kind: BackoffKind::Decorrelated,
-            base: 100 * MS,
-            cap: 1000 * MS,
-            ..Backoff::default()
-        };
+        let dec = Backoff { kind: BackoffKind::Decorrelated, base: 100 * MS, cap: 1000 * MS, ..Backoff::default() };
         let mut prev = 100.0;
         let expected: Vec<f64> = u
             .iter()
@@ -263,9 +223,6 @@ mod sequence_tests {
             .collect();
         assert_eq!(sequence(&dec), expected);
         // Golden: the generator is fixed, so this sequence never changes.
-        assert_eq!(
-            sequence(&expo(Jitter::Full)),
-            vec![62.277, 19.446, 119.43, 92.949, 830.578, 552.421]
-        );
+        assert_eq!(sequence(&expo(Jitter::Full)), vec![62.277, 19.446, 119.43, 92.949, 830.578, 552.421]);
     }
 }

@@ -57,12 +57,7 @@ pub fn is_failure(outcome: Outcome) -> bool {
 impl Breaker {
     /// A closed breaker with an empty window.
     pub fn new(spec: BreakerSpec) -> Self {
-        Self {
-            spec,
-            state: BreakerState::Closed,
-            buckets: [(u64::MAX, 0, 0); BUCKETS],
-            opened: 0,
-        }
+        Self { spec, state: BreakerState::Closed, buckets: [(u64::MAX, 0, 0); BUCKETS], opened: 0 }
     }
 
     /// The current state (after moving from open to half-open if due).
@@ -70,10 +65,7 @@ impl Breaker {
         if let BreakerState::Open { until } = self.state
             && now >= until
         {
-            self.state = BreakerState::HalfOpen {
-                sent: 0,
-                succeeded: 0,
-            };
+            self.state = BreakerState::HalfOpen { sent: 0, succeeded: 0 };
         }
         self.state
     }
@@ -90,10 +82,7 @@ impl Breaker {
     /// A call is sent (counts half-open probes).
     pub fn on_send(&mut self, now: Nanos) {
         if let BreakerState::HalfOpen { sent, succeeded } = self.state(now) {
-            self.state = BreakerState::HalfOpen {
-                sent: sent + 1,
-                succeeded,
-            };
+            self.state = BreakerState::HalfOpen { sent: sent + 1, succeeded };
         }
     }
 
@@ -113,10 +102,7 @@ impl Breaker {
                     self.state = BreakerState::Closed;
                     self.buckets = [(u64::MAX, 0, 0); BUCKETS];
                 } else {
-                    self.state = BreakerState::HalfOpen {
-                        sent,
-                        succeeded: succeeded + 1,
-                    };
+                    self.state = BreakerState::HalfOpen { sent, succeeded: succeeded + 1 };
                 }
             }
             BreakerState::Closed => {
@@ -134,9 +120,7 @@ impl Breaker {
                     .buckets
                     .iter()
                     .filter(|(i, _, _)| *i != u64::MAX && *i + BUCKETS as u64 > b)
-                    .fold((0u64, 0u64), |(o, f), (_, s, x)| {
-                        (o + *s as u64, f + *x as u64)
-                    });
+                    .fold((0u64, 0u64), |(o, f), (_, s, x)| (o + *s as u64, f + *x as u64));
                 let total = ok + bad;
                 if total >= self.spec.min_requests as u64
                     && total > 0
@@ -149,9 +133,7 @@ impl Breaker {
     }
 
     fn trip(&mut self, now: Nanos) {
-        self.state = BreakerState::Open {
-            until: now.saturating_add(self.spec.open_for),
-        };
+        self.state = BreakerState::Open { until: now.saturating_add(self.spec.open_for) };
         self.opened += 1;
     }
 }
@@ -163,13 +145,7 @@ mod tests {
     const MS: Nanos = 1_000_000;
 
     fn spec() -> BreakerSpec {
-        BreakerSpec {
-            failure_ratio: 0.5,
-            window: 1000 * MS,
-            min_requests: 10,
-            open_for: 500 * MS,
-            half_open_probes: 2,
-        }
+        BreakerSpec { failure_ratio: 0.5, window: 1000 * MS, min_requests: 10, open_for: 500 * MS, half_open_probes: 2 }
     }
 
     #[test]

@@ -23,26 +23,10 @@ use std::collections::VecDeque;
 /// A validated `[budget]` table.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum BudgetKind {
-    TokenBucket {
-        max_tokens: f64,
-        token_ratio: f64,
-    },
-    Quota {
-        initial: f64,
-        retry_cost: f64,
-        timeout_cost: f64,
-        throttling_cost: f64,
-        success_refund: f64,
-    },
-    Ratio {
-        ratio: f64,
-        min_per_sec: f64,
-        ttl: Nanos,
-    },
-    Concurrency {
-        budget_percent: f64,
-        min_retry_concurrency: u32,
-    },
+    TokenBucket { max_tokens: f64, token_ratio: f64 },
+    Quota { initial: f64, retry_cost: f64, timeout_cost: f64, throttling_cost: f64, success_refund: f64 },
+    Ratio { ratio: f64, min_per_sec: f64, ttl: Nanos },
+    Concurrency { budget_percent: f64, min_retry_concurrency: u32 },
 }
 
 /// Who shares one budget.
@@ -83,23 +67,12 @@ impl Budget {
             BudgetKind::Quota { initial, .. } => initial,
             _ => 0.0,
         };
-        Self {
-            kind,
-            level,
-            recent: VecDeque::new(),
-            recent_retries: 0,
-            active: 0,
-            active_retries: 0,
-        }
+        Self { kind, level, recent: VecDeque::new(), recent_retries: 0, active: 0, active_retries: 0 }
     }
 
     /// Tokens (token bucket) or capacity (quota) left; `None` for the other kinds.
     pub fn level(&self) -> Option<f64> {
-        matches!(
-            self.kind,
-            BudgetKind::TokenBucket { .. } | BudgetKind::Quota { .. }
-        )
-        .then_some(self.level)
+        matches!(self.kind, BudgetKind::TokenBucket { .. } | BudgetKind::Quota { .. }).then_some(self.level)
     }
 
     fn expire(&mut self, now: Nanos) {
@@ -119,12 +92,7 @@ impl Budget {
     /// The cost of a retry after `outcome` (quota only).
     fn quota_cost(&self, outcome: Outcome) -> f64 {
         match self.kind {
-            BudgetKind::Quota {
-                retry_cost,
-                timeout_cost,
-                throttling_cost,
-                ..
-            } => match outcome {
+            BudgetKind::Quota { retry_cost, timeout_cost, throttling_cost, .. } => match outcome {
                 Outcome::Timeout => timeout_cost,
                 Outcome::Status(429) => throttling_cost,
                 _ => retry_cost,
@@ -139,21 +107,13 @@ impl Budget {
         match self.kind {
             BudgetKind::TokenBucket { max_tokens, .. } => self.level > max_tokens / 2.0,
             BudgetKind::Quota { .. } => self.level >= self.quota_cost(outcome),
-            BudgetKind::Ratio {
-                ratio,
-                min_per_sec,
-                ttl,
-            } => {
+            BudgetKind::Ratio { ratio, min_per_sec, ttl } => {
                 let requests = (self.recent.len() as u64 - self.recent_retries) as f64;
                 let reserve = min_per_sec * ttl as f64 / 1e9;
                 (self.recent_retries + 1) as f64 <= ratio * requests + reserve
             }
-            BudgetKind::Concurrency {
-                budget_percent,
-                min_retry_concurrency,
-            } => {
-                let limit =
-                    (budget_percent / 100.0 * self.active as f64).max(min_retry_concurrency as f64);
+            BudgetKind::Concurrency { budget_percent, min_retry_concurrency } => {
+                let limit = (budget_percent / 100.0 * self.active as f64).max(min_retry_concurrency as f64);
                 ((self.active_retries + 1) as f64) <= limit
             }
         }
@@ -194,21 +154,14 @@ impl Budget {
     /// this attempt (0 for a first attempt).
     pub fn on_outcome(&mut self, outcome: Outcome, retry: bool, retryable: bool, refund: f64) {
         match self.kind {
-            BudgetKind::TokenBucket {
-                max_tokens,
-                token_ratio,
-            } => {
+            BudgetKind::TokenBucket { max_tokens, token_ratio } => {
                 if outcome == Outcome::Ok {
                     self.level = (self.level + token_ratio).min(max_tokens);
                 } else if retryable {
                     self.level = (self.level - 1.0).max(0.0);
                 }
             }
-            BudgetKind::Quota {
-                initial,
-                success_refund,
-                ..
-            } => {
+            BudgetKind::Quota { initial, success_refund, .. } => {
                 if outcome == Outcome::Ok {
                     let back = if retry { refund } else { success_refund };
                     self.level = (self.level + back).min(initial);
@@ -233,10 +186,7 @@ mod tests {
 
     #[test]
     fn token_bucket_follows_grpc_a6() {
-        let mut b = Budget::new(BudgetKind::TokenBucket {
-            max_tokens: 10.0,
-            token_ratio: 0.1,
-        });
+        let mut b = Budget::new(BudgetKind::TokenBucket { max_tokens: 10.0, token_ratio: 0.1 });
         assert!(b.grants(0, Outcome::Status(503)));
         // Five retryable failures: 10 -> 5, which is not > 5: throttled.
         for _ in 0..4 {
@@ -300,11 +250,7 @@ mod tests {
 
     #[test]
     fn ratio_allows_a_share_of_recent_requests_plus_a_reserve() {
-        let mut b = Budget::new(BudgetKind::Ratio {
-            ratio: 0.2,
-            min_per_sec: 1.0,
-            ttl: 10 * S,
-        });
+        let mut b = Budget::new(BudgetKind::Ratio { ratio: 0.2, min_per_sec: 1.0, ttl: 10 * S });
         // Reserve: 1/s * 10 s = 10 retries with no traffic.
         for _ in 0..10 {
             assert!(b.grants(0, Outcome::Status(503)));
@@ -326,10 +272,7 @@ mod tests {
 
     #[test]
     fn concurrency_limits_active_retries() {
-        let mut b = Budget::new(BudgetKind::Concurrency {
-            budget_percent: 20.0,
-            min_retry_concurrency: 3,
-        });
+        let mut b = Budget::new(BudgetKind::Concurrency { budget_percent: 20.0, min_retry_concurrency: 3 });
         for _ in 0..3 {
             assert!(b.grants(0, Outcome::Status(503)));
             b.on_send(0, true);

@@ -96,8 +96,7 @@ pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
     if !policy.retry_on.contains(o) {
         return Decision::Deny(DenyReason::NotRetryable);
     }
-    let safe =
-        ctx.idempotent || ctx.key_sent || o.nothing_executed() || policy.retry_unknown_without_key;
+    let safe = ctx.idempotent || ctx.key_sent || o.nothing_executed() || policy.retry_unknown_without_key;
     if !safe {
         return Decision::Deny(DenyReason::Unsafe);
     }
@@ -107,11 +106,7 @@ pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
     if !ctx.breaker_closed {
         return Decision::Deny(DenyReason::BreakerOpen);
     }
-    let respected = if policy.respect_retry_after {
-        ctx.retry_after
-    } else {
-        None
-    };
+    let respected = if policy.respect_retry_after { ctx.retry_after } else { None };
     let wait = match respected {
         Some(ra) => {
             let limit = policy.max_retry_after.unwrap_or(policy.deadline);
@@ -123,10 +118,7 @@ pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
         None => ctx.backoff_wait,
     };
     if ctx.deadline_at != NEVER {
-        let start_by = ctx
-            .now
-            .saturating_add(wait)
-            .saturating_add(policy.min_attempt_time);
+        let start_by = ctx.now.saturating_add(wait).saturating_add(policy.min_attempt_time);
         if start_by >= ctx.deadline_at {
             return Decision::Deny(DenyReason::Deadline);
         }
@@ -140,11 +132,7 @@ pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
 /// The timeout for an attempt starting now: the per-try timeout clipped to
 /// the remaining deadline. [`NEVER`] when neither is set.
 pub fn attempt_timeout(policy: &Policy, now: Nanos, deadline_at: Nanos) -> Nanos {
-    let remaining = if deadline_at == NEVER {
-        NEVER
-    } else {
-        deadline_at.saturating_sub(now)
-    };
+    let remaining = if deadline_at == NEVER { NEVER } else { deadline_at.saturating_sub(now) };
     policy.per_try_timeout.min(remaining)
 }
 
@@ -185,122 +173,56 @@ mod tests {
     #[test]
     fn order_of_checks() {
         let p = policy();
-        assert_eq!(
-            decide(&p, &ctx(Outcome::Status(500))),
-            Decision::Deny(DenyReason::NotRetryable)
-        );
+        assert_eq!(decide(&p, &ctx(Outcome::Status(500))), Decision::Deny(DenyReason::NotRetryable));
         // A timeout on a non-idempotent operation without a key is unsafe…
-        assert_eq!(
-            decide(&p, &ctx(Outcome::Timeout)),
-            Decision::Deny(DenyReason::Unsafe)
-        );
+        assert_eq!(decide(&p, &ctx(Outcome::Timeout)), Decision::Deny(DenyReason::Unsafe));
         // …but safe with a key, or when the operation is idempotent.
         assert_eq!(
-            decide(
-                &p,
-                &RetryContext {
-                    key_sent: true,
-                    ..ctx(Outcome::Timeout)
-                }
-            ),
+            decide(&p, &RetryContext { key_sent: true, ..ctx(Outcome::Timeout) }),
             Decision::Retry { wait: 50 * MS }
         );
         // 503 proves nothing executed.
-        assert_eq!(
-            decide(&p, &ctx(Outcome::Status(503))),
-            Decision::Retry { wait: 50 * MS }
-        );
-        let spent = RetryContext {
-            attempts_made: 3,
-            ..ctx(Outcome::Status(503))
-        };
+        assert_eq!(decide(&p, &ctx(Outcome::Status(503))), Decision::Retry { wait: 50 * MS });
+        let spent = RetryContext { attempts_made: 3, ..ctx(Outcome::Status(503)) };
         assert_eq!(decide(&p, &spent), Decision::Deny(DenyReason::Attempts));
-        let open = RetryContext {
-            breaker_closed: false,
-            ..ctx(Outcome::Status(503))
-        };
+        let open = RetryContext { breaker_closed: false, ..ctx(Outcome::Status(503)) };
         assert_eq!(decide(&p, &open), Decision::Deny(DenyReason::BreakerOpen));
-        let broke = RetryContext {
-            budget_grants: false,
-            ..ctx(Outcome::Status(503))
-        };
+        let broke = RetryContext { budget_grants: false, ..ctx(Outcome::Status(503)) };
         assert_eq!(decide(&p, &broke), Decision::Deny(DenyReason::Budget));
     }
 
     #[test]
     fn retry_after_longer_than_the_deadline_gives_up_at_once() {
         let p = policy();
-        let c = RetryContext {
-            retry_after: Some(2000 * MS),
-            ..ctx(Outcome::Status(503))
-        };
-        assert_eq!(
-            decide(&p, &c),
-            Decision::Deny(DenyReason::RetryAfterTooLong)
-        );
-        let c = RetryContext {
-            retry_after: Some(950 * MS),
-            ..ctx(Outcome::Status(503))
-        };
+        let c = RetryContext { retry_after: Some(2000 * MS), ..ctx(Outcome::Status(503)) };
+        assert_eq!(decide(&p, &c), Decision::Deny(DenyReason::RetryAfterTooLong));
+        let c = RetryContext { retry_after: Some(950 * MS), ..ctx(Outcome::Status(503)) };
         assert_eq!(decide(&p, &c), Decision::Deny(DenyReason::Deadline));
-        let c = RetryContext {
-            retry_after: Some(200 * MS),
-            ..ctx(Outcome::Status(503))
-        };
+        let c = RetryContext { retry_after: Some(200 * MS), ..ctx(Outcome::Status(503)) };
         assert_eq!(decide(&p, &c), Decision::Retry { wait: 200 * MS });
-        let ignoring = Policy {
-            respect_retry_after: false,
-            ..policy()
-        };
-        let c = RetryContext {
-            retry_after: Some(2000 * MS),
-            ..ctx(Outcome::Status(503))
-        };
+        let ignoring = Policy { respect_retry_after: false, ..policy() };
+        let c = RetryContext { retry_after: Some(2000 * MS), ..ctx(Outcome::Status(503)) };
         assert_eq!(decide(&ignoring, &c), Decision::Retry { wait: 50 * MS });
     }
 
     #[test]
     fn max_retry_after_never_lifts_the_limit() {
-        let unlimited = Policy {
-            max_retry_after: Some(NEVER),
-            deadline: NEVER,
-            ..policy()
-        };
-        let c = RetryContext {
-            retry_after: Some(2000 * MS),
-            deadline_at: NEVER,
-            ..ctx(Outcome::Status(503))
-        };
+        let unlimited = Policy { max_retry_after: Some(NEVER), deadline: NEVER, ..policy() };
+        let c = RetryContext { retry_after: Some(2000 * MS), deadline_at: NEVER, ..ctx(Outcome::Status(503)) };
         assert_eq!(decide(&unlimited, &c), Decision::Retry { wait: 2000 * MS });
-        let capped = Policy {
-            max_retry_after: Some(1500 * MS),
-            deadline: NEVER,
-            ..policy()
-        };
-        assert_eq!(
-            decide(&capped, &c),
-            Decision::Deny(DenyReason::RetryAfterTooLong)
-        );
+        let capped = Policy { max_retry_after: Some(1500 * MS), deadline: NEVER, ..policy() };
+        assert_eq!(decide(&capped, &c), Decision::Deny(DenyReason::RetryAfterTooLong));
     }
 
     #[test]
     fn min_attempt_time_counts_against_the_deadline() {
-        let p = Policy {
-            min_attempt_time: 900 * MS,
-            ..policy()
-        };
-        assert_eq!(
-            decide(&p, &ctx(Outcome::Status(503))),
-            Decision::Deny(DenyReason::Deadline)
-        );
+        let p = Policy { min_attempt_time: 900 * MS, ..policy() };
+        assert_eq!(decide(&p, &ctx(Outcome::Status(503))), Decision::Deny(DenyReason::Deadline));
     }
 
     #[test]
     fn timeout_is_clipped_to_the_deadline() {
-        let p = Policy {
-            per_try_timeout: 400 * MS,
-            ..policy()
-        };
+        let p = Policy { per_try_timeout: 400 * MS, ..policy() };
         assert_eq!(attempt_timeout(&p, 0, 1000 * MS), 400 * MS);
         assert_eq!(attempt_timeout(&p, 800 * MS, 1000 * MS), 200 * MS);
         assert_eq!(attempt_timeout(&Policy::default(), 5, NEVER), NEVER);

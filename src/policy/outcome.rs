@@ -62,12 +62,7 @@ pub struct RetryOn {
 impl Default for RetryOn {
     /// `["connect_error", "503"]`.
     fn default() -> Self {
-        Self {
-            connect_error: true,
-            timeout: false,
-            reset: false,
-            statuses: vec![503],
-        }
+        Self { connect_error: true, timeout: false, reset: false, statuses: vec![503] }
     }
 }
 
@@ -90,12 +85,7 @@ impl RetryOn {
 
     /// Builds the set from parsed entries.
     pub fn from_entries(entries: &[RetryOnEntry]) -> Self {
-        let mut set = Self {
-            connect_error: false,
-            timeout: false,
-            reset: false,
-            statuses: Vec::new(),
-        };
+        let mut set = Self { connect_error: false, timeout: false, reset: false, statuses: Vec::new() };
         for e in entries {
             match *e {
                 RetryOnEntry::ConnectError => set.connect_error = true,
@@ -149,10 +139,7 @@ mod tests {
 
     #[test]
     fn retry_on_parsing() {
-        let entries: Vec<_> = ["timeout", "503", "429"]
-            .iter()
-            .map(|s| RetryOn::parse_entry(s).unwrap())
-            .collect();
+        let entries: Vec<_> = ["timeout", "503", "429"].iter().map(|s| RetryOn::parse_entry(s).unwrap()).collect();
         let set = RetryOn::from_entries(&entries);
         assert!(set.contains(Outcome::Timeout));
         assert!(set.contains(Outcome::Status(429)));

@@ -68,8 +68,7 @@ pub fn service_metric(runs: &[RunResult], service: &str, key: &str) -> Vec<Optio
 }
 
 fn value(m: &MetricMap, key: &str) -> Option<f64> {
-    *m.get(key)
-        .unwrap_or_else(|| panic!("no metric {key} in the results"))
+    *m.get(key).unwrap_or_else(|| panic!("no metric {key} in the results"))
 }
 
 /// The outcome of one check, for the report printed by each test
@@ -109,21 +108,12 @@ impl std::fmt::Display for Check {
 pub fn estimate(name: &str, analytic: f64, values: Vec<Option<f64>>) -> Check {
     let n = values.len();
     let s: Summary = summarize_at(values, LEVEL);
-    assert!(
-        s.values.iter().all(Option::is_some),
-        "{name}: a replication has no value: {:?}",
-        s.values
-    );
+    assert!(s.values.iter().all(Option::is_some), "{name}: a replication has no value: {:?}", s.values);
     let (mean, ci) = match (s.mean, s.ci95) {
         (Some(m), Some(ci)) => (m, ci),
         _ => panic!("{name}: no CI over {n} replication(s)"),
     };
-    Check {
-        name: name.to_string(),
-        analytic,
-        mean,
-        ci,
-    }
+    Check { name: name.to_string(), analytic, mean, ci }
 }
 
 /// Asserts that the CI of `values` covers `analytic` and that its half-width
@@ -160,12 +150,7 @@ pub fn assert_covers_scaled(
 }
 
 /// [`assert_covers_scaled`] relative to the analytic value itself.
-pub fn assert_covers(
-    name: &str,
-    analytic: f64,
-    values: Vec<Option<f64>>,
-    max_rel_half_width: f64,
-) -> Check {
+pub fn assert_covers(name: &str, analytic: f64, values: Vec<Option<f64>>, max_rel_half_width: f64) -> Check {
     assert_covers_scaled(name, analytic, values, analytic, max_rel_half_width)
 }
 
@@ -184,10 +169,7 @@ pub fn erlang_b(c: u32, a: f64) -> f64 {
 /// Erlang C: the probability that an arrival to M/M/c has to wait,
 /// C(c, a) = c·B / (c − a·(1 − B)) with B = Erlang B (needs a < c).
 pub fn erlang_c(c: u32, a: f64) -> f64 {
-    assert!(
-        a < c as f64,
-        "Erlang C needs a stable queue: a = {a} ≥ c = {c}"
-    );
+    assert!(a < c as f64, "Erlang C needs a stable queue: a = {a} ≥ c = {c}");
     let b = erlang_b(c, a);
     c as f64 * b / (c as f64 - a * (1.0 - b))
 }
@@ -233,11 +215,7 @@ pub fn mmck_blocking(c: u32, a: f64, k: u32) -> f64 {
 
 /// M/M/c/K mean number waiting Lq = Σ (n − c)·p_n.
 pub fn mmck_mean_queue(c: u32, a: f64, k: u32) -> f64 {
-    mmck_distribution(c, a, k)
-        .iter()
-        .enumerate()
-        .map(|(n, p)| n.saturating_sub(c as usize) as f64 * p)
-        .sum()
+    mmck_distribution(c, a, k).iter().enumerate().map(|(n, p)| n.saturating_sub(c as usize) as f64 * p).sum()
 }
 
 /// M/M/c/K mean sojourn of admitted customers, by Little's law:
@@ -251,11 +229,7 @@ pub fn mmck_mean_sojourn(c: u32, lambda: f64, mu: f64, k: u32) -> f64 {
 /// Expected attempts per intent when each attempt fails independently with
 /// probability `p` and at most `n` are made: Σ_{i<n} p^i = (1 − p^n)/(1 − p).
 pub fn expected_attempts(p: f64, n: u32) -> f64 {
-    if p == 1.0 {
-        n as f64
-    } else {
-        (1.0 - p.powi(n as i32)) / (1.0 - p)
-    }
+    if p == 1.0 { n as f64 } else { (1.0 - p.powi(n as i32)) / (1.0 - p) }
 }
 
 /// Probability that at least one of `n` independent attempts succeeds: 1 − p^n.

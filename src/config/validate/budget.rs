@@ -27,13 +27,9 @@ pub fn budget(raw: &BudgetRaw, file: &str, field: &str) -> InputResult<Option<Bu
     ];
     let only = |allowed: &[&str]| -> InputResult<()> {
         match first_extra(&present, allowed) {
-            Some(extra) => Err(err(
-                extra,
-                format!(
-                    "not a field of kind = \"{kind_name}\" (it takes {})",
-                    allowed.join(", ")
-                ),
-            )),
+            Some(extra) => {
+                Err(err(extra, format!("not a field of kind = \"{kind_name}\" (it takes {})", allowed.join(", "))))
+            }
             None => Ok(()),
         }
     };
@@ -62,19 +58,10 @@ pub fn budget(raw: &BudgetRaw, file: &str, field: &str) -> InputResult<Option<Bu
             if token_ratio <= 0.0 {
                 return Err(err("token_ratio", "must be greater than 0".into()));
             }
-            BudgetKind::TokenBucket {
-                max_tokens,
-                token_ratio,
-            }
+            BudgetKind::TokenBucket { max_tokens, token_ratio }
         }
         "quota" => {
-            only(&[
-                "initial",
-                "retry_cost",
-                "timeout_cost",
-                "throttling_cost",
-                "success_refund",
-            ])?;
+            only(&["initial", "retry_cost", "timeout_cost", "throttling_cost", "success_refund"])?;
             BudgetKind::Quota {
                 initial: non_neg("initial", raw.initial, 500.0)?,
                 retry_cost: non_neg("retry_cost", raw.retry_cost, 5.0)?,
@@ -102,29 +89,18 @@ pub fn budget(raw: &BudgetRaw, file: &str, field: &str) -> InputResult<Option<Bu
             only(&["budget_percent", "min_retry_concurrency"])?;
             let pct = non_neg("budget_percent", raw.budget_percent, 20.0)?;
             if pct > 100.0 {
-                return Err(err(
-                    "budget_percent",
-                    format!("must be from 0 to 100, got {pct}"),
-                ));
+                return Err(err("budget_percent", format!("must be from 0 to 100, got {pct}")));
             }
             let min = raw.min_retry_concurrency.unwrap_or(3);
             if !(0..=1_000_000).contains(&min) {
-                return Err(err(
-                    "min_retry_concurrency",
-                    format!("must be an integer from 0 to 1000000, got {min}"),
-                ));
+                return Err(err("min_retry_concurrency", format!("must be an integer from 0 to 1000000, got {min}")));
             }
-            BudgetKind::Concurrency {
-                budget_percent: pct,
-                min_retry_concurrency: min as u32,
-            }
+            BudgetKind::Concurrency { budget_percent: pct, min_retry_concurrency: min as u32 }
         }
         other => {
             return Err(err(
                 "kind",
-                format!(
-                    "unknown budget \"{other}\": allowed are none, token_bucket, quota, ratio, concurrency"
-                ),
+                format!("unknown budget \"{other}\": allowed are none, token_bucket, quota, ratio, concurrency"),
             ));
         }
     };

@@ -3,9 +3,7 @@
 
 use super::{V, first_extra, policy};
 use crate::config::raw::ServiceRaw;
-use crate::config::scenario::{
-    CallSpec, Caller, EdgeSpec, KeyMode, OperationSpec, ServiceSpec, When,
-};
+use crate::config::scenario::{CallSpec, Caller, EdgeSpec, KeyMode, OperationSpec, ServiceSpec, When};
 use crate::error::InputResult;
 use crate::model::Dist;
 use std::collections::BTreeMap;
@@ -27,61 +25,44 @@ pub fn calls(
             let field = format!("services.{}.calls.{}", s.name, c.to);
             let f = |n: &str| format!("{field}.{n}");
             if s.calls[..ci].iter().any(|x| x.to == c.to) {
-                return Err(v.err(
-                    &f("to"),
-                    format!(
-                        "\"{}\" is called twice by \"{}\": one call per callee",
-                        c.to, s.name
-                    ),
-                ));
+                return Err(
+                    v.err(&f("to"), format!("\"{}\" is called twice by \"{}\": one call per callee", c.to, s.name))
+                );
             }
-            let to = services
-                .iter()
-                .position(|x| x.name == c.to)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = services.iter().map(|x| x.name.as_str()).collect();
-                    v.err(
-                        &f("to"),
-                        format!(
-                            "no service named \"{}\" (services: {})",
-                            c.to,
-                            names.join(", ")
-                        ),
-                    )
-                })?;
+            let to = services.iter().position(|x| x.name == c.to).ok_or_else(|| {
+                let names: Vec<&str> = services.iter().map(|x| x.name.as_str()).collect();
+                v.err(&f("to"), format!("no service named \"{}\" (services: {})", c.to, names.join(", ")))
+            })?;
             let operation = match &c.operation {
                 None => None,
-                Some(name) => Some(operations.iter().position(|o| &o.name == name).ok_or_else(
-                    || {
-                        let names: Vec<&str> = operations.iter().map(|o| o.name.as_str()).collect();
-                        v.err(
-                            &f("operation"),
-                            format!(
-                                "no operation named \"{name}\" in [[operations]] (operations: {})",
-                                names.join(", ")
-                            ),
-                        )
-                    },
-                )?),
+                Some(name) => Some(operations.iter().position(|o| &o.name == name).ok_or_else(|| {
+                    let names: Vec<&str> = operations.iter().map(|o| o.name.as_str()).collect();
+                    v.err(
+                        &f("operation"),
+                        format!("no operation named \"{name}\" in [[operations]] (operations: {})", names.join(", ")),
+                    )
+                })?),
             };
-            let key =
-                match c.key.as_deref().unwrap_or("forward") {
-                    "forward" => KeyMode::Forward,
-                    "derive" => KeyMode::Derive,
-                    "none" => KeyMode::None,
-                    other => return Err(v.err(
+            let key = match c.key.as_deref().unwrap_or("forward") {
+                "forward" => KeyMode::Forward,
+                "derive" => KeyMode::Derive,
+                "none" => KeyMode::None,
+                other => {
+                    return Err(v.err(
                         &f("key"),
-                        format!(
-                            "unknown key handling \"{other}\": allowed are forward, derive, none"
-                        ),
-                    )),
-                };
+                        format!("unknown key handling \"{other}\": allowed are forward, derive, none"),
+                    ));
+                }
+            };
             let when = match c.when.as_deref().unwrap_or("before_commit") {
                 "before_commit" => When::BeforeCommit,
                 "after_commit" => When::AfterCommit,
                 "outbox" => When::Outbox,
                 other => {
-                    return Err(v.err(&f("when"), format!("unknown `when` \"{other}\": allowed are before_commit, after_commit, outbox")));
+                    return Err(v.err(
+                        &f("when"),
+                        format!("unknown `when` \"{other}\": allowed are before_commit, after_commit, outbox"),
+                    ));
                 }
             };
             if when == When::Outbox && c.propagate_deadline.is_some() {
@@ -91,13 +72,8 @@ pub fn calls(
                 ));
             }
             if when != When::Outbox
-                && let Some(extra) = first_extra(
-                    &[
-                        ("relay_delay", c.relay_delay.is_some()),
-                        ("dedup", c.dedup.is_some()),
-                    ],
-                    &[],
-                )
+                && let Some(extra) =
+                    first_extra(&[("relay_delay", c.relay_delay.is_some()), ("dedup", c.dedup.is_some())], &[])
             {
                 return Err(v.err(&f(extra), "only used with when = \"outbox\""));
             }
@@ -124,10 +100,7 @@ pub fn calls(
             let edge = edges.len();
             edges.push(EdgeSpec {
                 name: format!("{}->{}", s.name, c.to),
-                caller: Caller::Service {
-                    service: si,
-                    index: ci,
-                },
+                caller: Caller::Service { service: si, index: ci },
                 to,
                 latency,
             });
@@ -145,25 +118,15 @@ pub fn calls(
         }
         services[si].calls = specs;
     }
-    let dedup_edges = services
-        .iter()
-        .flat_map(|s| &s.calls)
-        .filter(|c| c.when == When::Outbox && c.dedup)
-        .count();
+    let dedup_edges = services.iter().flat_map(|s| &s.calls).filter(|c| c.when == When::Outbox && c.dedup).count();
     if dedup_edges > 32 {
-        return Err(v.err(
-            "services",
-            format!("at most 32 outbox calls with dedup = true, got {dedup_edges}"),
-        ));
+        return Err(v.err("services", format!("at most 32 outbox calls with dedup = true, got {dedup_edges}")));
     }
     if let Some(cycle) = find_cycle(services) {
         let path: Vec<&str> = cycle.iter().map(|&i| services[i].name.as_str()).collect();
         return Err(v.err(
             &format!("services.{}.calls", services[cycle[0]].name),
-            format!(
-                "the call graph has a cycle: {}; calls must form a directed acyclic graph",
-                path.join(" -> ")
-            ),
+            format!("the call graph has a cycle: {}; calls must form a directed acyclic graph", path.join(" -> ")),
         ));
     }
     Ok(())
@@ -172,12 +135,7 @@ pub fn calls(
 /// A cycle in the service call graph, as a path that returns to its start.
 fn find_cycle(services: &[ServiceSpec]) -> Option<Vec<usize>> {
     // 0 = unvisited, 1 = on the current path, 2 = done.
-    fn visit(
-        s: usize,
-        services: &[ServiceSpec],
-        mark: &mut [u8],
-        path: &mut Vec<usize>,
-    ) -> Option<Vec<usize>> {
+    fn visit(s: usize, services: &[ServiceSpec], mark: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
         mark[s] = 1;
         path.push(s);
         for c in &services[s].calls {
@@ -198,11 +156,5 @@ fn find_cycle(services: &[ServiceSpec]) -> Option<Vec<usize>> {
         None
     }
     let mut mark = vec![0u8; services.len()];
-    (0..services.len()).find_map(|s| {
-        if mark[s] == 0 {
-            visit(s, services, &mut mark, &mut Vec::new())
-        } else {
-            None
-        }
-    })
+    (0..services.len()).find_map(|s| if mark[s] == 0 { visit(s, services, &mut mark, &mut Vec::new()) } else { None })
 }

@@ -13,23 +13,14 @@ use crate::policy::{Backoff, BackoffKind, Jitter, Policy, RetryOn};
 pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> {
     let v = V { file };
     let f = |name: &str| {
-        if prefix.is_empty() {
-            name.to_string()
-        } else {
-            format!("{prefix}.{name}")
-        }
+        if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") }
     };
     let max_attempts = v.int_in(&f("max_attempts"), raw.max_attempts, 1, 1, 1000)? as u32;
-    let per_try_timeout =
-        v.positive_dur(&f("per_try_timeout"), raw.per_try_timeout.as_ref(), NEVER)?;
+    let per_try_timeout = v.positive_dur(&f("per_try_timeout"), raw.per_try_timeout.as_ref(), NEVER)?;
     let deadline = v.positive_dur(&f("deadline"), raw.deadline.as_ref(), NEVER)?;
     if per_try_timeout == NEVER && deadline == NEVER {
         return Err(v.err(
-            if prefix.is_empty() {
-                "per_try_timeout"
-            } else {
-                prefix
-            },
+            if prefix.is_empty() { "per_try_timeout" } else { prefix },
             "a policy needs `per_try_timeout` or `deadline` (or both)",
         ));
     }
@@ -44,10 +35,7 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
                     toml::Value::Integer(n) => n.to_string(),
                     other => other.to_string(),
                 };
-                entries.push(
-                    RetryOn::parse_entry(&text)
-                        .map_err(|m| v.err(&format!("{}[{i}]", f("retry_on")), m))?,
-                );
+                entries.push(RetryOn::parse_entry(&text).map_err(|m| v.err(&format!("{}[{i}]", f("retry_on")), m))?);
             }
             RetryOn::from_entries(&entries)
         }
@@ -88,52 +76,31 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
 fn breaker(v: &V, b: &BreakerRaw, field: &str) -> InputResult<BreakerSpec> {
     let f = |n: &str| format!("{field}.{n}");
     let missing = |n: &str| {
-        v.err(&f(n), "required: a circuit breaker needs failure_ratio, window, min_requests, open_for and half_open_probes")
+        v.err(
+            &f(n),
+            "required: a circuit breaker needs failure_ratio, window, min_requests, open_for and half_open_probes",
+        )
     };
     let failure_ratio = b.failure_ratio.ok_or_else(|| missing("failure_ratio"))?;
     if !(failure_ratio > 0.0 && failure_ratio <= 1.0) {
-        return Err(v.err(
-            &f("failure_ratio"),
-            format!("must be in (0, 1], got {failure_ratio}"),
-        ));
+        return Err(v.err(&f("failure_ratio"), format!("must be in (0, 1], got {failure_ratio}")));
     }
-    let window = v.positive_dur(
-        &f("window"),
-        Some(b.window.as_ref().ok_or_else(|| missing("window"))?),
-        0,
-    )?;
-    let open_for = v.positive_dur(
-        &f("open_for"),
-        Some(b.open_for.as_ref().ok_or_else(|| missing("open_for"))?),
-        0,
-    )?;
+    let window = v.positive_dur(&f("window"), Some(b.window.as_ref().ok_or_else(|| missing("window"))?), 0)?;
+    let open_for = v.positive_dur(&f("open_for"), Some(b.open_for.as_ref().ok_or_else(|| missing("open_for"))?), 0)?;
     if window == NEVER || open_for == NEVER {
         return Err(v.err(field, "window and open_for must be finite"));
     }
-    let min_requests = v.int_in(
-        &f("min_requests"),
-        Some(b.min_requests.ok_or_else(|| missing("min_requests"))?),
-        1,
-        1,
-        1_000_000,
-    )? as u32;
+    let min_requests =
+        v.int_in(&f("min_requests"), Some(b.min_requests.ok_or_else(|| missing("min_requests"))?), 1, 1, 1_000_000)?
+            as u32;
     let half_open_probes = v.int_in(
         &f("half_open_probes"),
-        Some(
-            b.half_open_probes
-                .ok_or_else(|| missing("half_open_probes"))?,
-        ),
+        Some(b.half_open_probes.ok_or_else(|| missing("half_open_probes"))?),
         1,
         1,
         1_000_000,
     )? as u32;
-    Ok(BreakerSpec {
-        failure_ratio,
-        window,
-        min_requests,
-        open_for,
-        half_open_probes,
-    })
+    Ok(BreakerSpec { failure_ratio, window, min_requests, open_for, half_open_probes })
 }
 
 fn backoff(v: &V, b: &BackoffRaw, field: &str) -> InputResult<Backoff> {
@@ -143,43 +110,28 @@ fn backoff(v: &V, b: &BackoffRaw, field: &str) -> InputResult<Backoff> {
         "constant" => BackoffKind::Constant,
         "exponential" => BackoffKind::Exponential,
         "decorrelated" => BackoffKind::Decorrelated,
-        other => return Err(v.err(
-            &f("kind"),
-            format!(
-                "unknown backoff \"{other}\": allowed are none, constant, exponential, decorrelated"
-            ),
-        )),
+        other => {
+            return Err(v.err(
+                &f("kind"),
+                format!("unknown backoff \"{other}\": allowed are none, constant, exponential, decorrelated"),
+            ));
+        }
     };
     let base = v.dur(&f("base"), b.base.as_ref(), 0)?;
     if kind != BackoffKind::None && b.base.is_none() {
-        return Err(v.err(
-            &f("base"),
-            "required for this backoff kind (a duration such as \"100ms\")",
-        ));
+        return Err(v.err(&f("base"), "required for this backoff kind (a duration such as \"100ms\")"));
     }
     let cap = v.dur(&f("cap"), b.cap.as_ref(), NEVER)?;
     if cap < base {
-        return Err(v.err(
-            &f("cap"),
-            format!(
-                "must be at least `base` ({})",
-                b.base.as_deref().unwrap_or("0s")
-            ),
-        ));
+        return Err(v.err(&f("cap"), format!("must be at least `base` ({})", b.base.as_deref().unwrap_or("0s"))));
     }
     let multiplier = b.multiplier.unwrap_or(2.0);
     if !(multiplier.is_finite() && multiplier >= 1.0) {
-        return Err(v.err(
-            &f("multiplier"),
-            format!("must be a number of at least 1, got {multiplier}"),
-        ));
+        return Err(v.err(&f("multiplier"), format!("must be a number of at least 1, got {multiplier}")));
     }
     let ratio = b.jitter_ratio.unwrap_or(0.2);
     if !(0.0..=1.0).contains(&ratio) {
-        return Err(v.err(
-            &f("jitter_ratio"),
-            format!("must be from 0 to 1, got {ratio}"),
-        ));
+        return Err(v.err(&f("jitter_ratio"), format!("must be from 0 to 1, got {ratio}")));
     }
     let jitter = match b.jitter.as_deref().unwrap_or("none") {
         "none" => Jitter::None,
@@ -194,22 +146,10 @@ fn backoff(v: &V, b: &BackoffRaw, field: &str) -> InputResult<Backoff> {
         }
     };
     if b.jitter_ratio.is_some() && !matches!(jitter, Jitter::Proportional(_)) {
-        return Err(v.err(
-            &f("jitter_ratio"),
-            "only used with jitter = \"proportional\"",
-        ));
+        return Err(v.err(&f("jitter_ratio"), "only used with jitter = \"proportional\""));
     }
     if kind == BackoffKind::Decorrelated && jitter != Jitter::None {
-        return Err(v.err(
-            &f("jitter"),
-            "decorrelated backoff draws its own random wait: leave jitter at \"none\"",
-        ));
+        return Err(v.err(&f("jitter"), "decorrelated backoff draws its own random wait: leave jitter at \"none\""));
     }
-    Ok(Backoff {
-        kind,
-        base,
-        cap,
-        multiplier,
-        jitter,
-    })
+    Ok(Backoff { kind, base, cap, multiplier, jitter })
 }

@@ -17,17 +17,9 @@ impl World<'_> {
             }
             ClientMode::Burst { at, spread } => {
                 for instance in 0..spec.count {
-                    let u = self
-                        .rng
-                        .unit(&[purpose::ARRIVAL, c as u64, instance as u64]);
+                    let u = self.rng.unit(&[purpose::ARRIVAL, c as u64, instance as u64]);
                     let t = at + (u * *spread as f64) as Nanos;
-                    self.q.schedule_at(
-                        t,
-                        Event::Arrival {
-                            client: c as u32,
-                            instance,
-                        },
-                    );
+                    self.q.schedule_at(t, Event::Arrival { client: c as u32, instance });
                 }
             }
         }
@@ -38,19 +30,10 @@ impl World<'_> {
         let ClientMode::Closed { think_time } = &self.s.clients[c].mode else {
             return;
         };
-        let think = think_time.sample(
-            &self.rng,
-            &[purpose::THINK, c as u64, instance as u64, round as u64],
-        );
+        let think = think_time.sample(&self.rng, &[purpose::THINK, c as u64, instance as u64, round as u64]);
         let at = self.q.now().saturating_add(think);
         if at < self.s.duration {
-            self.q.schedule_at(
-                at,
-                Event::Arrival {
-                    client: c as u32,
-                    instance,
-                },
-            );
+            self.q.schedule_at(at, Event::Arrival { client: c as u32, instance });
         }
     }
 
@@ -67,13 +50,7 @@ impl World<'_> {
                 let at = t.saturating_add(from_secs_f64(gap));
                 if next_change.is_none_or(|nc| at < nc) {
                     if at < self.s.duration {
-                        self.q.schedule_at(
-                            at,
-                            Event::Arrival {
-                                client: c as u32,
-                                instance: OPEN,
-                            },
-                        );
+                        self.q.schedule_at(at, Event::Arrival { client: c as u32, instance: OPEN });
                     }
                     return;
                 }
@@ -95,11 +72,8 @@ impl World<'_> {
                 let seq = self.clients[c].next_seq;
                 self.clients[c].next_seq += 1;
                 let n = spec.stateful_instances();
-                let instance = if n > 1 {
-                    (self.rng.unit(&[purpose::INSTANCE, c as u64, seq]) * n as f64) as u32
-                } else {
-                    0
-                };
+                let instance =
+                    if n > 1 { (self.rng.unit(&[purpose::INSTANCE, c as u64, seq]) * n as f64) as u32 } else { 0 };
                 (seq, instance)
             }
             ClientMode::Closed { .. } => {
@@ -114,10 +88,7 @@ impl World<'_> {
         let reuse = spec.key_reuse_rate > 0.0
             && seq > 0
             && self.rng.unit(&[purpose::REUSE, c as u64, seq]) < spec.key_reuse_rate;
-        let key = hash_words(
-            0,
-            &[purpose::KEY, c as u64, if reuse { seq - 1 } else { seq }],
-        );
+        let key = hash_words(0, &[purpose::KEY, c as u64, if reuse { seq - 1 } else { seq }]);
         let fingerprint = hash_words(0, &[purpose::BODY, c as u64, seq]);
         let intent = self.intents.insert(Intent {
             client: c as u32,
@@ -141,18 +112,12 @@ impl World<'_> {
             self.m.client_intents[c] += 1;
         }
         self.m.series.at(now).offered += 1;
-        if self.clients[c]
-            .breaker(instance)
-            .is_some_and(|b| !b.allows(now))
-        {
+        if self.clients[c].breaker(instance).is_some_and(|b| !b.allows(now)) {
             // An open breaker fails the intent fast, without sending anything.
             self.finish(intent, false, "breaker_open (failed fast)".into());
         } else {
-            let deadline_at = if spec.policy.deadline == NEVER {
-                NEVER
-            } else {
-                now.saturating_add(spec.policy.deadline)
-            };
+            let deadline_at =
+                if spec.policy.deadline == NEVER { NEVER } else { now.saturating_add(spec.policy.deadline) };
             let call = self.calls.insert(Call {
                 intent,
                 edge: spec.edge as u32,

@@ -29,16 +29,8 @@ impl World<'_> {
     }
 
     fn guard(&self, call: &Call) -> Guard {
-        let it = self
-            .intents
-            .get(call.intent)
-            .expect("a call's intent is live");
-        Guard {
-            owner: call.owner,
-            edge: call.edge as usize,
-            client: it.client as usize,
-            instance: it.instance,
-        }
+        let it = self.intents.get(call.intent).expect("a call's intent is live");
+        Guard { owner: call.owner, edge: call.edge as usize, client: it.client as usize, instance: it.instance }
     }
 
     /// Whether the breaker guarding a new call on `edge` lets it through.
@@ -46,12 +38,7 @@ impl World<'_> {
         let Some(it) = self.intents.get(intent) else {
             return false;
         };
-        let g = Guard {
-            owner,
-            edge,
-            client: it.client as usize,
-            instance: it.instance,
-        };
+        let g = Guard { owner, edge, client: it.client as usize, instance: it.instance };
         let now = self.q.now();
         self.breaker_of(g).is_none_or(|b| b.allows(now))
     }
@@ -113,9 +100,24 @@ impl World<'_> {
         if timeout != NEVER {
             self.q.schedule_in(timeout, Event::Expire { req });
         }
-        let lat = self.s.edges[edge]
-            .latency
-            .sample(&self.rng, &[purpose::LATENCY_OUT, rkey]);
+        let mut lat = self.s.edges[edge].latency.sample(&self.rng, &[purpose::LATENCY_OUT, rkey]);
+        let callee = self.s.edges[edge].to;
+        for (fi, f) in self.s.faults.iter().enumerate() {
+            if now < f.start || now >= f.end {
+                continue;
+            }
+            match &f.kind {
+                FaultKind::Latency { extra } if f.target == callee => {
+                    lat = lat.saturating_add(extra.sample(&self.rng, &[purpose::FAULT, rkey, fi as u64]));
+                }
+                FaultKind::Partition { edge: cut } if *cut == edge => {
+                    // The request vanishes on the way: its caller will time out.
+                    self.requests.get_mut(req).expect("live").lost = true;
+                    return;
+                }
+                _ => {}
+            }
+        }
         self.q.schedule_in(lat, Event::Reach { req });
     }
 
@@ -174,9 +176,7 @@ impl World<'_> {
             return;
         }
         let call = self.calls.get(id).expect("live");
-        let u = self
-            .rng
-            .unit(&[purpose::JITTER, call.key, call.attempts as u64]);
+        let u = self.rng.unit(&[purpose::JITTER, call.key, call.attempts as u64]);
         let ctx = RetryContext {
             outcome,
             idempotent: self.s.operations[call.operation as usize].idempotent,

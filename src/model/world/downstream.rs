@@ -97,16 +97,8 @@ impl World<'_> {
             return;
         }
         let req = self.requests.get(id).expect("live request");
-        let own = if spec.policy.deadline == NEVER {
-            NEVER
-        } else {
-            now.saturating_add(spec.policy.deadline)
-        };
-        let deadline_at = if spec.propagate_deadline {
-            own.min(req.expires_at)
-        } else {
-            own
-        };
+        let own = if spec.policy.deadline == NEVER { NEVER } else { now.saturating_add(spec.policy.deadline) };
+        let deadline_at = if spec.propagate_deadline { own.min(req.expires_at) } else { own };
         let call = Call {
             intent: req.intent,
             edge: spec.edge as u32,
@@ -143,12 +135,7 @@ impl World<'_> {
             }
             self.services[svc].versions[row] += 1;
         }
-        let (intent, rkey, operation, edge) = (
-            req.intent,
-            req.rkey,
-            req.operation as usize,
-            req.edge as usize,
-        );
+        let (intent, rkey, operation, edge) = (req.intent, req.rkey, req.operation as usize, req.edge as usize);
         let (idem_key, fingerprint, ledger_key) = (req.idem_key, req.fingerprint, req.ledger_key);
         self.requests.get_mut(id).expect("live").committed = true;
         if let Some(key) = ledger_key {
@@ -174,11 +161,8 @@ impl World<'_> {
             it.events_sent = it.events_sent.saturating_add(1);
             it.outstanding += 1;
             let key = hash_words(rkey, &[purpose::RELAY, index as u64]);
-            let deadline_at = if call.policy.deadline == NEVER {
-                NEVER
-            } else {
-                now.saturating_add(call.policy.deadline)
-            };
+            let deadline_at =
+                if call.policy.deadline == NEVER { NEVER } else { now.saturating_add(call.policy.deadline) };
             let relay = self.calls.insert(Call {
                 intent,
                 edge: call.edge as u32,
@@ -195,22 +179,14 @@ impl World<'_> {
                 last_outcome: None,
                 retry_cost: 0.0,
             });
-            let delay = call
-                .relay_delay
-                .sample(&self.rng, &[purpose::RELAY_DELAY, key]);
+            let delay = call.relay_delay.sample(&self.rng, &[purpose::RELAY_DELAY, key]);
             self.q.schedule_in(delay, Event::Retry { call: relay });
         }
         true
     }
 
     /// The idempotency key a downstream call or relay on `edge` sends.
-    fn downstream_key(
-        &self,
-        mode: KeyMode,
-        forwarded: Option<u64>,
-        intent: Id,
-        edge: usize,
-    ) -> Option<u64> {
+    fn downstream_key(&self, mode: KeyMode, forwarded: Option<u64>, intent: Id, edge: usize) -> Option<u64> {
         match mode {
             KeyMode::Forward => forwarded,
             KeyMode::Derive => {

@@ -47,11 +47,7 @@ impl World<'_> {
                 return false;
             }
             Lookup::Wait => {
-                self.services[svc]
-                    .waiters
-                    .entry(scope)
-                    .or_default()
-                    .push(id);
+                self.services[svc].waiters.entry(scope).or_default().push(id);
                 return false;
             }
         }
@@ -68,11 +64,7 @@ impl World<'_> {
             self.complete_record(svc, key);
         } else {
             let delay = ledger.spec().record_delay;
-            let write = self.writes.insert(PendingWrite {
-                service: svc as u32,
-                key,
-                epoch: st.epoch,
-            });
+            let write = self.writes.insert(PendingWrite { service: svc as u32, key, epoch: st.epoch });
             self.q.schedule_in(delay, Event::RecordWrite { write });
         }
     }
@@ -131,16 +123,12 @@ impl World<'_> {
         if let Some(l) = st.ledger.as_mut() {
             l.crash();
         }
-        let queued: Vec<Id> = st.queue.drain(..).collect();
+        let queued: Vec<Id> = st.queue.drain(..).map(|(id, _)| id).collect();
         let inside: Vec<Id> = self
             .requests
             .ids()
             .into_iter()
-            .filter(|&r| {
-                self.requests
-                    .get(r)
-                    .is_some_and(|q| q.service as usize == svc && q.at_service)
-            })
+            .filter(|&r| self.requests.get(r).is_some_and(|q| q.service as usize == svc && q.at_service))
             .collect();
         for id in queued.into_iter().chain(inside) {
             let r = self.requests.get_mut(id).expect("live");

@@ -23,32 +23,30 @@ impl World<'_> {
             if f.target != svc || now < f.start || now >= f.end {
                 continue;
             }
-            if let FaultKind::Error {
-                status,
-                probability,
-                retry_after,
-            } = f.kind
-                && self.rng.unit(&[purpose::FAULT, rkey, fi as u64]) < probability
-            {
-                self.reply(id, Outcome::Status(status), retry_after);
-                return;
+            match f.kind {
+                FaultKind::Error { status, probability, retry_after }
+                    if self.rng.unit(&[purpose::FAULT, rkey, fi as u64]) < probability =>
+                {
+                    self.reply(id, Outcome::Status(status), retry_after);
+                    return;
+                }
+                FaultKind::Outage => {
+                    self.reply(id, Outcome::ConnectError, None);
+                    return;
+                }
+                _ => {}
             }
         }
-        let spec = &self.s.services[svc];
-        if self.services[svc].busy < spec.workers {
+        if !self.rate_limit_admits(svc) {
+            let limit = self.s.services[svc].rate_limit.expect("limited");
+            self.reply(id, Outcome::Status(limit.status), limit.retry_after);
+            return;
+        }
+        if self.services[svc].busy < self.workers_now(svc) && self.services[svc].queue.is_empty() {
             self.start(id);
-        } else if spec
-            .queue_limit
-            .is_none_or(|l| self.services[svc].queue.len() < l as usize)
-        {
-            self.touch_service(svc, now);
-            self.services[svc].queue.push_back(id);
         } else {
-            self.reply(
-                id,
-                Outcome::Status(spec.overload.status),
-                spec.overload.retry_after,
-            );
+            self.enqueue(id);
+            self.fill_workers(svc);
         }
     }
 
@@ -61,7 +59,7 @@ impl World<'_> {
     }
 
     /// A request gets a worker.
-    fn start(&mut self, id: Id) {
+    pub(super) fn start(&mut self, id: Id) {
         let now = self.q.now();
         let svc = self.requests.get(id).expect("live request").service as usize;
         self.touch_service(svc, now);
@@ -78,9 +76,7 @@ impl World<'_> {
         }
         let req = self.requests.get(id).expect("live request");
         let svc = req.service as usize;
-        let demand = self.s.services[svc]
-            .service_time
-            .sample(&self.rng, &[purpose::SERVICE, req.rkey]);
+        let demand = self.s.services[svc].service_time.sample(&self.rng, &[purpose::SERVICE, req.rkey]);
         let row = match self.s.services[svc].occ_rows {
             Some(rows) => {
                 let it = self.intents.get(req.intent).expect("live intent");
@@ -88,11 +84,7 @@ impl World<'_> {
             }
             None => 0,
         };
-        let version = self.services[svc]
-            .versions
-            .get(row as usize)
-            .copied()
-            .unwrap_or(0);
+        let version = self.services[svc].versions.get(row as usize).copied().unwrap_or(0);
         let r = self.requests.get_mut(id).expect("live");
         r.demand = demand;
         r.executed = true;
@@ -108,8 +100,7 @@ impl World<'_> {
         let Some(req) = self.requests.get(id).filter(|r| !r.killed) else {
             return;
         };
-        let (svc, demand, abandoned, intent) =
-            (req.service as usize, req.demand, req.abandoned, req.intent);
+        let (svc, demand, abandoned, intent) = (req.service as usize, req.demand, req.abandoned, req.intent);
         if self.intents.get(intent).is_some_and(|it| it.in_window) {
             self.m.service_work_ns[svc] += demand as f64;
             if abandoned {
@@ -135,22 +126,7 @@ impl World<'_> {
         if let Some(key) = held {
             self.release_placeholder(svc, key);
         }
-        self.next_from_queue(svc);
-    }
-
-    fn next_from_queue(&mut self, svc: usize) {
-        let now = self.q.now();
-        while let Some(next) = self.services[svc].queue.front().copied() {
-            self.touch_service(svc, now);
-            self.services[svc].queue.pop_front();
-            let expired = self.requests.get(next).is_some_and(|r| r.abandoned);
-            if self.s.services[svc].drop_expired && expired {
-                self.leave(next);
-                continue;
-            }
-            self.start(next);
-            return;
-        }
+        self.fill_workers(svc);
     }
 
     /// Sends an answer back to the caller. An executed request's answer may
@@ -158,12 +134,7 @@ impl World<'_> {
     pub(super) fn reply(&mut self, id: Id, mut outcome: Outcome, retry_after: Option<Nanos>) {
         let now = self.q.now();
         let req = self.requests.get(id).expect("live request");
-        let (svc, rkey, edge, executed) = (
-            req.service as usize,
-            req.rkey,
-            req.edge as usize,
-            req.executed,
-        );
+        let (svc, rkey, edge, executed) = (req.service as usize, req.rkey, req.edge as usize, req.executed);
         if executed {
             for (fi, f) in self.s.faults.iter().enumerate() {
                 if f.target != svc || now < f.start || now >= f.end {
@@ -192,9 +163,7 @@ impl World<'_> {
                 }
             }
         }
-        let lat = self.s.edges[edge]
-            .latency
-            .sample(&self.rng, &[purpose::LATENCY_BACK, rkey]);
+        let lat = self.s.edges[edge].latency.sample(&self.rng, &[purpose::LATENCY_BACK, rkey]);
         let r = self.requests.get_mut(id).expect("live");
         r.answer = outcome;
         r.retry_after = retry_after;

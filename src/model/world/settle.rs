@@ -18,11 +18,7 @@ impl World<'_> {
     /// Frees an intent whose client has its answer and whose requests and
     /// relays have all left, counting its side effects.
     pub(super) fn try_settle(&mut self, id: Id) {
-        if self
-            .intents
-            .get(id)
-            .is_some_and(|it| it.done && it.outstanding == 0)
-        {
+        if self.intents.get(id).is_some_and(|it| it.done && it.outstanding == 0) {
             let it = self.intents.remove(id).expect("live");
             self.settle_effects(&it);
         }
@@ -35,19 +31,13 @@ impl World<'_> {
         if !it.traced {
             return;
         }
-        let remaining_deadline =
-            (call.deadline_at != NEVER).then(|| call.deadline_at.saturating_sub(call.sent_at));
+        let remaining_deadline = (call.deadline_at != NEVER).then(|| call.deadline_at.saturating_sub(call.sent_at));
         let budget = match call.owner {
             Owner::Client => {
                 let (client, instance) = (it.client as usize, it.instance);
-                self.clients[client]
-                    .budget(instance)
-                    .and_then(|b| b.level())
+                self.clients[client].budget(instance).and_then(|b| b.level())
             }
-            _ => self.edges[call.edge as usize]
-                .budget
-                .as_ref()
-                .and_then(Budget::level),
+            _ => self.edges[call.edge as usize].budget.as_ref().and_then(Budget::level),
         };
         let record = TraceRecord {
             client: it.client,
@@ -91,10 +81,7 @@ impl World<'_> {
             }
         }
         self.try_settle(id);
-        if matches!(
-            self.s.clients[client].mode,
-            crate::config::ClientMode::Closed { .. }
-        ) {
+        if matches!(self.s.clients[client].mode, crate::config::ClientMode::Closed { .. }) {
             let round = self.clients[client].rounds[instance as usize];
             self.schedule_think(client, instance, round);
         }
@@ -109,12 +96,7 @@ impl World<'_> {
         self.m.events_sent += it.events_sent as u64;
         let mut duplicated = false;
         let mut commits = 0u64;
-        for (k, &n) in it
-            .effects
-            .iter()
-            .enumerate()
-            .take(self.s.effect_kinds.len())
-        {
+        for (k, &n) in it.effects.iter().enumerate().take(self.s.effect_kinds.len()) {
             self.m.effects[k] += n as u64;
             commits += n as u64;
             if n > 1 {

@@ -1,0 +1,111 @@
+//! A service's door and waiting room: rate limiting, workers left by
+//! brownouts, and the queue disciplines (FIFO, LIFO, adaptive LIFO with
+//! CoDel) with `drop_expired`.
+
+use super::*;
+use crate::config::Discipline;
+
+impl World<'_> {
+    /// Workers available now: the service's workers times the capacity
+    /// left by every brownout in force.
+    pub(super) fn workers_now(&self, svc: usize) -> u32 {
+        let now = self.q.now();
+        let mut capacity = 1.0;
+        for f in &self.s.faults {
+            if let FaultKind::Brownout { capacity: c } = f.kind
+                && f.target == svc
+                && now >= f.start
+                && now < f.end
+            {
+                capacity *= c;
+            }
+        }
+        (self.s.services[svc].workers as f64 * capacity).floor() as u32
+    }
+
+    /// Takes a token from the service's rate limiter; false when empty.
+    pub(super) fn rate_limit_admits(&mut self, svc: usize) -> bool {
+        let Some(limit) = self.s.services[svc].rate_limit else { return true };
+        let now = self.q.now();
+        let st = &mut self.services[svc];
+        let elapsed = now.saturating_sub(st.last_refill) as f64 / 1e9;
+        st.tokens = (st.tokens + elapsed * limit.rate).min(limit.burst);
+        st.last_refill = now;
+        if st.tokens >= 1.0 {
+            st.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Puts a request in the waiting room, or answers the overload status
+    /// when it is full.
+    pub(super) fn enqueue(&mut self, id: Id) {
+        let now = self.q.now();
+        let svc = self.requests.get(id).expect("live request").service as usize;
+        let spec = &self.s.services[svc];
+        if spec.queue_limit.is_none_or(|l| self.services[svc].queue.len() < l as usize) {
+            self.touch_service(svc, now);
+            let st = &mut self.services[svc];
+            if st.queue.is_empty() {
+                st.last_empty = now;
+            }
+            st.queue.push_back((id, now));
+        } else {
+            self.reply(id, Outcome::Status(spec.overload.status), spec.overload.retry_after);
+        }
+    }
+
+    /// Starts queued requests while workers are free, in the service's
+    /// discipline; drops expired work (`drop_expired`) and sheds what CoDel
+    /// says has waited too long.
+    pub(super) fn fill_workers(&mut self, svc: usize) {
+        let now = self.q.now();
+        while self.services[svc].busy < self.workers_now(svc) {
+            self.touch_service(svc, now);
+            let spec = &self.s.services[svc];
+            let st = &mut self.services[svc];
+            let standing = now.saturating_sub(st.last_empty);
+            let picked = match spec.discipline {
+                Discipline::Fifo => st.queue.pop_front(),
+                Discipline::Lifo => st.queue.pop_back(),
+                Discipline::Codel { target, interval } => {
+                    // Overloaded when the queue has not been empty for `interval`:
+                    // serve newest first and shed what waited longer than `target`.
+                    let (overloaded, limit) = if standing > interval { (true, target) } else { (false, interval) };
+                    let mut shed = Vec::new();
+                    while let Some(&(old, at)) = st.queue.front() {
+                        if now.saturating_sub(at) > limit {
+                            st.queue.pop_front();
+                            shed.push(old);
+                        } else {
+                            break;
+                        }
+                    }
+                    let picked = if overloaded { st.queue.pop_back() } else { st.queue.pop_front() };
+                    if st.queue.is_empty() {
+                        st.last_empty = now;
+                    }
+                    for old in shed {
+                        self.reply(old, Outcome::Status(spec.overload.status), spec.overload.retry_after);
+                    }
+                    picked
+                }
+            };
+            let Some((next, _)) = picked else {
+                self.services[svc].last_empty = now;
+                return;
+            };
+            if self.services[svc].queue.is_empty() {
+                self.services[svc].last_empty = now;
+            }
+            let expired = self.requests.get(next).is_some_and(|r| r.abandoned);
+            if spec.drop_expired && expired {
+                self.leave(next);
+                continue;
+            }
+            self.start(next);
+        }
+    }
+}
