@@ -39,13 +39,7 @@ fn filled(n: usize, rng: &mut Stream) -> EventQueue<Ev> {
     let mut q = EventQueue::new();
     for i in 0..n {
         let d = delay(rng);
-        q.schedule_at(
-            d,
-            Ev {
-                kind: (i % 6) as u32,
-                id: i as u64,
-            },
-        );
+        q.schedule_at(d, Ev { kind: (i % 6) as u32, id: i as u64 });
     }
     // Let the event times mix before measuring.
     for _ in 0..(4 * n) {
@@ -58,10 +52,7 @@ fn filled(n: usize, rng: &mut Stream) -> EventQueue<Ev> {
 #[inline]
 fn hold(q: &mut EventQueue<Ev>, rng: &mut Stream) {
     let (_, ev) = q.pop().expect("the queue is never empty");
-    let next = Ev {
-        kind: ev.kind ^ 1,
-        id: ev.id.wrapping_add(1),
-    };
+    let next = Ev { kind: ev.kind ^ 1, id: ev.id.wrapping_add(1) };
     q.schedule_in(delay(rng), next);
 }
 

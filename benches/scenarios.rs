@@ -8,9 +8,7 @@
 //!
 //! Run with `cargo bench --bench scenarios`.
 
-use criterion::{
-    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
-};
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use retrysim::analysis::run_all;
 use retrysim::config::{Experiment, load_experiment};
 use retrysim::model::simulate;
@@ -38,20 +36,16 @@ fn simulate_variants(c: &mut Criterion) {
         // Events of this run, counted once: every repetition processes the same.
         let events = simulate(scenario, 0).events;
         group.throughput(Throughput::Elements(events));
-        group.bench_with_input(
-            BenchmarkId::from_parameter(&scenario.variant),
-            scenario,
-            |b, s| b.iter(|| black_box(simulate(black_box(s), 0)).events),
-        );
+        group.bench_with_input(BenchmarkId::from_parameter(&scenario.variant), scenario, |b, s| {
+            b.iter(|| black_box(simulate(black_box(s), 0)).events)
+        });
     }
     group.finish();
 }
 
 fn run_everything(c: &mut Criterion) {
     let exp = quickstart();
-    let events = run_all(&exp.variants, None, 1)
-        .expect("the quick start runs")
-        .events();
+    let events = run_all(&exp.variants, None, 1).expect("the quick start runs").events();
     let mut group = c.benchmark_group("quickstart");
     group
         .sampling_mode(SamplingMode::Flat)
@@ -60,11 +54,7 @@ fn run_everything(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(10))
         .throughput(Throughput::Elements(events));
     group.bench_function("run_all", |b| {
-        b.iter(|| {
-            run_all(black_box(&exp.variants), None, 1)
-                .expect("the quick start runs")
-                .events()
-        })
+        b.iter(|| run_all(black_box(&exp.variants), None, 1).expect("the quick start runs").events())
     });
     group.finish();
 }
