@@ -2,8 +2,9 @@
 //! that summarise them.
 
 pub mod audit;
+pub mod precision;
 pub mod replicate;
 pub mod stats;
 
-pub use replicate::{RunSet, VariantRuns, run_all, run_all_with};
+pub use replicate::{RunSet, VariantRuns, run_all, run_all_with, run_ranges};
 pub use stats::{Summary, summarize};

@@ -95,6 +95,16 @@ pub struct RunArgs {
     /// Trace only this deterministic fraction of intents (0 < F <= 1).
     #[arg(long, value_name = "F", default_value_t = 1.0)]
     pub trace_sample: f64,
+    /// Compare every variant with this one [default: the first].
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+    /// Add replications until every headline metric's 95% CI half-width is
+    /// below this share of its mean (e.g. 0.02).
+    #[arg(long, value_name = "SHARE")]
+    pub precision: Option<f64>,
+    /// The most replications --precision may run per variant.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub max_replications: u32,
     /// Run only this variant (repeatable).
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,

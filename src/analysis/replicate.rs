@@ -22,6 +22,13 @@ pub struct RunSet {
 }
 
 impl RunSet {
+    /// Appends the runs of `more` (the same variants, later replications).
+    pub fn extend(&mut self, more: RunSet) {
+        for (v, m) in self.variants.iter_mut().zip(more.variants) {
+            v.runs.extend(m.runs);
+        }
+    }
+
     /// Events processed over all runs.
     pub fn events(&self) -> u64 {
         self.variants.iter().flat_map(|v| &v.runs).map(|r| r.events).sum()
@@ -43,11 +50,21 @@ pub fn run_all_with(
     options: RunOptions,
     on_run_done: &(dyn Fn() + Sync),
 ) -> anyhow::Result<RunSet> {
-    let tasks: Vec<(usize, u32)> = scenarios
-        .iter()
-        .enumerate()
-        .flat_map(|(v, s)| (0..replications.unwrap_or(s.replications)).map(move |r| (v, r)))
-        .collect();
+    let ranges: Vec<std::ops::Range<u32>> =
+        scenarios.iter().map(|s| 0..replications.unwrap_or(s.replications)).collect();
+    run_ranges(scenarios, &ranges, jobs, options, on_run_done)
+}
+
+/// Runs replications `ranges[v]` of each scenario `v` in parallel.
+pub fn run_ranges(
+    scenarios: &[Scenario],
+    ranges: &[std::ops::Range<u32>],
+    jobs: usize,
+    options: RunOptions,
+    on_run_done: &(dyn Fn() + Sync),
+) -> anyhow::Result<RunSet> {
+    let tasks: Vec<(usize, u32)> =
+        ranges.iter().enumerate().flat_map(|(v, range)| range.clone().map(move |r| (v, r))).collect();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     let results: Vec<RunResult> = pool.install(|| {
         tasks

@@ -83,3 +83,45 @@ mod tests {
         assert_eq!(summarize(vec![Some(1.0)]).ci95, None);
     }
 }
+
+/// The paired difference `b - a` over the replications both have values
+/// for (replication r of every variant shares its random numbers, so the
+/// pairs are matched), with a `level` Student-t CI.
+pub fn paired_at(a: &[Option<f64>], b: &[Option<f64>], level: f64) -> Summary {
+    let diffs: Vec<Option<f64>> = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) => Some(y - x),
+            _ => None,
+        })
+        .collect();
+    summarize_at(diffs, level)
+}
+
+/// Whether a CI excludes zero (a difference that is significant).
+pub fn significant(s: &Summary) -> bool {
+    s.ci95.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0)
+}
+
+#[cfg(test)]
+mod paired_tests {
+    use super::*;
+
+    #[test]
+    fn pairing_removes_the_shared_noise() {
+        // Common noise n_r plus a constant effect of 1.
+        let noise = [5.0, -3.0, 8.0, 0.5, -6.0, 2.0];
+        let a: Vec<Option<f64>> = noise.iter().map(|n| Some(10.0 + n)).collect();
+        let b: Vec<Option<f64>> = noise.iter().enumerate().map(|(i, n)| Some(11.0 + n + 0.01 * i as f64)).collect();
+        let p = paired_at(&a, &b, 0.95);
+        assert!((p.mean.unwrap() - 1.025).abs() < 1e-9);
+        assert!(p.half_width().unwrap() < 0.05);
+        assert!(significant(&p));
+        let unpaired = summarize(b.clone()).half_width().unwrap() + summarize(a.clone()).half_width().unwrap();
+        assert!(unpaired > 10.0 * p.half_width().unwrap());
+        let zero = paired_at(&a, &a, 0.95);
+        assert_eq!(zero.mean, Some(0.0));
+        assert!(!significant(&zero), "a difference of zero is not significant");
+    }
+}

@@ -31,6 +31,25 @@ pub fn progress_bar(total: u64, quiet: bool) -> indicatif::ProgressBar {
     bar
 }
 
+/// The line saying whether `--precision` was reached.
+fn precision_line(p: Option<&(f64, crate::analysis::precision::PrecisionOutcome)>) -> String {
+    use crate::analysis::precision::PrecisionOutcome;
+    match p {
+        None => String::new(),
+        Some((share, PrecisionOutcome::Reached { replications })) => format!(
+            "precision reached: every headline metric's 95% CI half-width is within {:.1}% of its mean after {replications} replications\n",
+            share * 100.0
+        ),
+        Some((share, PrecisionOutcome::Capped { replications, worst })) => format!(
+            "precision NOT reached after {replications} replications (--max-replications): {} of \"{}\" is still ±{:.1}% (wanted {:.1}%)\n",
+            worst.1,
+            worst.0,
+            worst.2 * 100.0,
+            share * 100.0
+        ),
+    }
+}
+
 /// Runs the `run` command.
 pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let mut sets = args.exp.sets.clone();
@@ -69,10 +88,45 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let options = RunOptions { trace_fraction: if args.trace.is_some() { args.trace_sample } else { 0.0 } };
     let runs: u64 = exp.variants.iter().map(|v| v.replications as u64).sum();
     let bar = progress_bar(runs, args.exp.quiet);
-    let set = run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?;
+    let (set, precision) = match args.precision {
+        None => (run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?, None),
+        Some(p) => {
+            if !(p > 0.0 && p < 1.0) {
+                return Err(InputError::file(
+                    "--precision",
+                    format!("must be a share between 0 and 1, such as 0.02, got {p}"),
+                )
+                .into());
+            }
+            if args.max_replications < 2 {
+                return Err(InputError::file("--max-replications", "must be at least 2").into());
+            }
+            bar.set_length(args.max_replications as u64 * exp.variants.len() as u64);
+            let (set, outcome) = crate::analysis::precision::run_until_precise(
+                &exp.variants,
+                p,
+                args.max_replications,
+                jobs,
+                options,
+                &|| bar.inc(1),
+            )?;
+            (set, Some((p, outcome)))
+        }
+    };
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
-    let summaries = summarize_runs(&set);
+    let mut summaries = summarize_runs(&set);
+    let baseline = match &args.baseline {
+        None => 0,
+        Some(name) => summaries.iter().position(|v| &v.name == name).ok_or_else(|| {
+            let names: Vec<&str> = summaries.iter().map(|v| v.name.as_str()).collect();
+            InputError::file(
+                format!("--baseline {name}"),
+                format!("no such variant; the run has: {}", names.join(", ")),
+            )
+        })?,
+    };
+    output::summary::compare_to_baseline(&mut summaries, baseline);
 
     let out = args.sim.out.clone().unwrap_or_else(|| default_out(&exp.path));
     let json = serde_json::to_string_pretty(&summary_json(&exp, &set, &summaries))? + "\n";
@@ -90,7 +144,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     match args.sim.format {
         Format::Table => print!(
             "{}{}",
-            output::table::render_text(&summaries, replications),
+            output::table::render_text(&summaries, replications)
+                + &precision_line(precision.as_ref())
+                + &output::table::render_vs_baseline(&summaries),
             output::table::render_breakdown(&summaries)
         ),
         Format::Markdown => print!("{}", output::table::render_markdown(&summaries)),

@@ -31,6 +31,10 @@ pub struct VariantSummary {
     pub denials: BTreeMap<String, u64>,
     /// (quantile, seconds) over all replications' successful intents.
     pub latency_cdf: Vec<(f64, f64)>,
+    /// Paired difference to the baseline variant per metric (empty for the baseline).
+    pub vs_baseline: Vec<(String, Summary)>,
+    /// The baseline's name.
+    pub baseline: String,
 }
 
 impl VariantSummary {
@@ -97,9 +101,30 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
                 failures,
                 denials,
                 latency_cdf,
+                vs_baseline: Vec::new(),
+                baseline: String::new(),
             }
         })
         .collect()
+}
+
+/// Fills every variant's paired differences to variant `baseline`.
+pub fn compare_to_baseline(summaries: &mut [VariantSummary], baseline: usize) {
+    let base = summaries[baseline].clone();
+    for (i, v) in summaries.iter_mut().enumerate() {
+        v.baseline = base.name.clone();
+        if i == baseline {
+            continue;
+        }
+        v.vs_baseline = v
+            .metrics
+            .iter()
+            .map(|(k, s)| {
+                let b = base.metric(k).map(|b| b.values.clone()).unwrap_or_default();
+                (k.clone(), crate::analysis::stats::paired_at(&b, &s.values, 0.95))
+            })
+            .collect();
+    }
 }
 
 fn summary_value(s: &Summary) -> Value {
@@ -108,6 +133,20 @@ fn summary_value(s: &Summary) -> Value {
         "ci95": s.ci95.map(|(lo, hi)| json!([lo, hi])).unwrap_or(Value::Null),
         "values": s.values,
     })
+}
+
+fn vs_baseline_value(v: &VariantSummary) -> Value {
+    if v.vs_baseline.is_empty() {
+        return Value::Null;
+    }
+    let mut m: Map<String, Value> = Map::new();
+    m.insert("baseline".into(), json!(v.baseline));
+    for (k, s) in &v.vs_baseline {
+        let mut o = summary_value(s);
+        o["significant"] = json!(crate::analysis::stats::significant(s));
+        m.insert(k.clone(), o);
+    }
+    Value::Object(m)
 }
 
 fn metrics_object(ms: &[(String, Summary)]) -> Value {
@@ -132,6 +171,7 @@ pub fn summary_json(exp: &Experiment, set: &RunSet, summaries: &[VariantSummary]
                 "effects": Value::Object(v.effects.iter().map(|(n, m)| (n.clone(), metrics_object(m))).collect()),
                 "failures": v.failures,
                 "retry_denials": v.denials,
+                "vs_baseline": vs_baseline_value(v),
                 "latency_cdf": v.latency_cdf.iter().map(|(q, x)| json!({"q": q, "latency_s": x})).collect::<Vec<_>>(),
             })
         })

@@ -179,3 +179,63 @@ pub fn render_breakdown(summaries: &[VariantSummary]) -> String {
     }
     out
 }
+
+/// The paired differences of every variant to the baseline: the second
+/// block of the terminal table. "n.s." marks a difference whose 95% CI
+/// contains zero.
+pub fn render_vs_baseline(summaries: &[VariantSummary]) -> String {
+    let others: Vec<&VariantSummary> = summaries.iter().filter(|v| !v.vs_baseline.is_empty()).collect();
+    if others.is_empty() {
+        return String::new();
+    }
+    let cols = [COLUMNS[0], COLUMNS[1], COLUMNS[2], COLUMNS[3], COLUMNS[5], COLUMNS[8]];
+    let base = summaries.iter().find(|v| v.vs_baseline.is_empty());
+    let mut header = vec!["variant".to_string()];
+    header.extend(cols.iter().map(|c| c.1.to_string()));
+    let mut rows = vec![header];
+    for v in others {
+        let mut row = vec![v.name.clone()];
+        for (metric, _, style) in cols {
+            let d = v.vs_baseline.iter().find(|(k, _)| k == metric).map(|(_, s)| s);
+            let base_mean = base.and_then(|b| b.metric(metric)).and_then(|s| s.mean);
+            row.push(match d.and_then(|d| d.mean.map(|m| (m, d))) {
+                None => "—".into(),
+                Some((m, d)) => {
+                    let sign = if m > 0.0 { "+" } else { "" };
+                    let mut text = format!("{sign}{}", fmt_value(m, style));
+                    if let Some(h) = d.half_width() {
+                        text.push_str(&format!(" ±{}", fmt_half(h, style)));
+                    }
+                    if let Some(b) = base_mean.filter(|b| b.abs() > 1e-12 && !matches!(style, Style::Percent)) {
+                        text.push_str(&format!(" ({sign}{:.0}%)", m / b * 100.0));
+                    }
+                    if !crate::analysis::stats::significant(d) {
+                        text.push_str(" n.s.");
+                    }
+                    text
+                }
+            });
+        }
+        rows.push(row);
+    }
+    let mut widths = vec![0; rows[0].len()];
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let mut out = format!(
+        "\nvs baseline \"{}\": paired difference ±95% CI (same random numbers per replication); n.s. = not significant\n",
+        base.map(|b| b.name.as_str()).unwrap_or("")
+    );
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
+            .collect();
+        out.push_str(&line.join("  "));
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,60 @@
+//! Paired comparisons and replications until precise (DESIGN §1 run,
+//! issue: comparisons that hold up).
+
+use retrysim::analysis::precision::{PrecisionOutcome, imprecise, run_until_precise};
+use retrysim::analysis::run_all;
+use retrysim::analysis::stats::{paired_at, significant, summarize};
+use retrysim::config::load_experiment;
+use retrysim::model::RunOptions;
+use std::path::Path;
+
+fn quickstart(sets: &[String]) -> retrysim::config::Experiment {
+    load_experiment(&Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/quickstart.toml"), sets).unwrap()
+}
+
+fn values(set: &retrysim::analysis::RunSet, variant: usize, metric: &str) -> Vec<Option<f64>> {
+    set.variants[variant].runs.iter().map(|r| r.metrics[metric]).collect()
+}
+
+#[test]
+fn paired_intervals_are_narrower_than_unpaired_ones_for_the_same_runs() {
+    let exp = quickstart(&[]);
+    let set = run_all(&exp.variants, Some(8), 0).unwrap();
+    for metric in ["success_rate", "goodput_per_s", "attempts_per_intent"] {
+        let (a, b) = (values(&set, 0, metric), values(&set, 3, metric));
+        let paired = paired_at(&a, &b, 0.95).half_width().unwrap();
+        // Unpaired (Welch-style) half-width from the two separate intervals.
+        let (ha, hb) = (summarize(a.clone()).half_width().unwrap(), summarize(b.clone()).half_width().unwrap());
+        let unpaired = (ha * ha + hb * hb).sqrt();
+        assert!(paired < unpaired, "{metric}: paired ±{paired} vs unpaired ±{unpaired}");
+    }
+}
+
+#[test]
+fn a_difference_of_zero_is_reported_not_significant() {
+    // The same variant twice: identical runs, difference exactly 0.
+    let exp = quickstart(&[]);
+    let twice = vec![exp.variants[0].clone(), exp.variants[0].clone()];
+    let set = run_all(&twice, Some(4), 0).unwrap();
+    let d = paired_at(&values(&set, 0, "success_rate"), &values(&set, 1, "success_rate"), 0.95);
+    assert_eq!(d.mean, Some(0.0));
+    assert!(!significant(&d));
+    // And a real effect is significant: backoff rescues rejected intents.
+    let set = run_all(&exp.variants, Some(4), 0).unwrap();
+    assert!(significant(&paired_at(&values(&set, 0, "success_rate"), &values(&set, 2, "success_rate"), 0.95)));
+}
+
+#[test]
+fn replications_are_added_until_every_watched_metric_is_precise() {
+    let exp = quickstart(&[]);
+    let (set, outcome) = run_until_precise(&exp.variants, 0.03, 100, 0, RunOptions::default(), &|| {}).unwrap();
+    let PrecisionOutcome::Reached { replications } = outcome else { panic!("{outcome:?}") };
+    assert!(set.variants.iter().all(|v| v.runs.len() == replications as usize));
+    assert_eq!(imprecise(&set, 0.03), None);
+    // The runs are the plain replications 0..n: the same as asking for n at once.
+    let direct = run_all(&exp.variants, Some(replications), 0).unwrap();
+    assert_eq!(values(&set, 1, "success_rate"), values(&direct, 1, "success_rate"));
+    // A cap stops it and says what was not precise.
+    let (_, capped) = run_until_precise(&exp.variants, 0.0001, 4, 0, RunOptions::default(), &|| {}).unwrap();
+    assert!(matches!(capped, PrecisionOutcome::Capped { replications: 4, .. }), "{capped:?}");
+}
