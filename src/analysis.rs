@@ -5,6 +5,7 @@ pub mod audit;
 pub mod precision;
 pub mod replicate;
 pub mod stats;
+pub mod sweep;
 
 pub use replicate::{RunSet, VariantRuns, run_all, run_all_with, run_ranges};
 pub use stats::{Summary, summarize};

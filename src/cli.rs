@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod run;
+pub mod sweep;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -35,6 +36,14 @@ pub enum Command {
         after_help = "Exit status: 0 every invariant held, 1 one failed (its counterexample trace is printed), 2 bad input.\n\nExample:\n  retrysim audit experiments/crash-recovery.toml"
     )]
     Audit(audit::AuditArgs),
+    /// Run the experiment over a grid of values (--param KEY=SPEC) and find each variant's knee.
+    #[command(
+        after_help = "Examples:\n  retrysim sweep experiments/quickstart.toml --param experiment.load_scale=0.5..1.5:11\n  retrysim sweep exp.toml --param clients.web.policy.max_attempts=1,2,3,4 --param services.api.workers=8,16\n  retrysim sweep exp.toml --param experiment.load_scale=0.5..1.5:11 --shard 2/4 --out out/shard2"
+    )]
+    Sweep(sweep::SweepArgs),
+    /// Join the output folders of a sharded sweep into the files the unsharded sweep writes.
+    #[command(after_help = "Example:\n  retrysim merge out/shard1 out/shard2 out/shard3 out/shard4 --out out/sweep")]
+    Merge(sweep::MergeArgs),
 }
 
 /// What the run command prints on stdout.
@@ -122,6 +131,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Audit(args) => audit::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
+        Command::Merge(args) => sweep::run_merge(&args),
     };
     match result {
         Ok(code) => code,

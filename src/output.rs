@@ -3,6 +3,7 @@
 
 pub mod files;
 pub mod summary;
+pub mod sweep;
 pub mod table;
 pub mod timeseries;
 pub mod trace;

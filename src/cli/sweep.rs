@@ -1,0 +1,203 @@
+//! `retrysim sweep` and `retrysim merge`.
+
+use super::{EXIT_OK, ExperimentArgs, Format, SimArgs};
+use crate::analysis::sweep::{Knee, Param, grid, in_shard, parse_param, parse_shard};
+use crate::analysis::{RunSet, run_all_with};
+use crate::config::{Scenario, load_experiment};
+use crate::engine::random::hash_words;
+use crate::error::InputError;
+use crate::model::RunOptions;
+use crate::output::summarize_runs;
+use crate::output::sweep::{
+    MetricDoc, PointDoc, SWEEP_SCHEMA, ShardInfo, SweepDoc, SweepExperiment, VariantPoint, merge,
+};
+use crate::output::write_atomic;
+use clap::Args;
+use std::path::PathBuf;
+
+/// `retrysim sweep`.
+#[derive(Args, Debug, Clone)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub exp: ExperimentArgs,
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// A swept field: KEY=a,b,c or KEY=LO..HI:N (repeatable: the product).
+    #[arg(long = "param", value_name = "KEY=SPEC", required = true)]
+    pub params: Vec<String>,
+    /// The knee condition: the last value of the first --param before it fails.
+    #[arg(long, value_name = "METRIC>=X", default_value = "success_rate>=0.99")]
+    pub knee: String,
+    /// Run only shard K of N of the grid (merge the shards with `retrysim merge`).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Replications per point and variant (overrides experiment.replications).
+    #[arg(long, value_name = "N")]
+    pub replications: Option<u32>,
+    /// Sweep only this variant (repeatable).
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+}
+
+/// `retrysim merge`.
+#[derive(Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// Output folders of `retrysim sweep --shard K/N`, one per shard.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the merged sweep.json and sweep.csv.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Say nothing on stderr but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn fingerprint(source: &str, sets: &[String]) -> String {
+    let mut words: Vec<u64> = source.bytes().map(u64::from).collect();
+    for s in sets {
+        words.push(0xFF);
+        words.extend(s.bytes().map(u64::from));
+    }
+    format!("{:016x}", hash_words(0, &words))
+}
+
+/// Runs the `sweep` command.
+pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
+    let params: Vec<Param> = args.params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
+    let knee = Knee::parse(&args.knee)?;
+    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    let mut sets = args.exp.sets.clone();
+    if let Some(seed) = args.sim.seed {
+        sets.push(format!("experiment.seed={seed}"));
+    }
+    if let Some(r) = args.replications {
+        if r == 0 {
+            return Err(InputError::file("--replications", "must be at least 1").into());
+        }
+        sets.push(format!("experiment.replications={r}"));
+    }
+    let base = load_experiment(&args.exp.experiment, &sets)?;
+    let points = grid(&params);
+    // Load every point of this shard (each may fail on a bad value).
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    let mut owners: Vec<(usize, usize)> = Vec::new();
+    let mut mine: Vec<usize> = Vec::new();
+    for (i, point) in points.iter().enumerate() {
+        if !in_shard(i, shard) {
+            continue;
+        }
+        let mut point_sets = sets.clone();
+        point_sets.extend(point.iter().map(|(k, v)| format!("{k}={v}")));
+        let exp = load_experiment(&args.exp.experiment, &point_sets).map_err(|e| {
+            let at: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            e.context(&format!("at sweep point {}: ", at.join(", ")))
+        })?;
+        let variants: Vec<Scenario> = if args.variants.is_empty() {
+            exp.variants
+        } else {
+            exp.variants.into_iter().filter(|v| args.variants.contains(&v.variant)).collect()
+        };
+        if variants.is_empty() {
+            return Err(InputError::file(format!("--variant {}", args.variants.join(", ")), "no such variant").into());
+        }
+        for (vi, v) in variants.into_iter().enumerate() {
+            owners.push((i, vi));
+            scenarios.push(v);
+        }
+        mine.push(i);
+    }
+    let runs: u64 = scenarios.iter().map(|s| s.replications as u64).sum();
+    let bar = super::run::progress_bar(runs, args.exp.quiet);
+    let started = std::time::Instant::now();
+    let set = run_all_with(&scenarios, None, args.sim.jobs.unwrap_or(0), RunOptions::default(), &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    let elapsed = started.elapsed().as_secs_f64();
+    let first = &base.variants[0];
+    let mut doc = SweepDoc {
+        schema: SWEEP_SCHEMA.into(),
+        experiment: SweepExperiment {
+            name: first.name.clone(),
+            file: args.exp.experiment.display().to_string(),
+            fingerprint: fingerprint(&base.source, &sets),
+            seed: first.seed,
+            replications: first.replications,
+            grid_points: points.len(),
+        },
+        params,
+        knee,
+        shard: shard.map(|(k, n)| ShardInfo { k, n }),
+        points: Vec::new(),
+        knees: Vec::new(),
+    };
+    let events = set.events();
+    let mut by_point: Vec<(usize, Vec<crate::analysis::VariantRuns>)> = mine.iter().map(|&i| (i, Vec::new())).collect();
+    for ((point, _), runs) in owners.into_iter().zip(set.variants) {
+        by_point.iter_mut().find(|(i, _)| *i == point).expect("own point").1.push(runs);
+    }
+    for (i, variants) in by_point {
+        let summaries = summarize_runs(&RunSet { variants });
+        doc.points.push(PointDoc {
+            index: i,
+            values: points[i].clone(),
+            variants: summaries
+                .iter()
+                .map(|v| VariantPoint {
+                    name: v.name.clone(),
+                    metrics: v
+                        .metrics
+                        .iter()
+                        .map(|(k, s)| (k.clone(), MetricDoc { mean: s.mean, ci95: s.ci95.map(|(a, b)| [a, b]) }))
+                        .collect(),
+                })
+                .collect(),
+        });
+    }
+    doc.compute_knees();
+    let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&base.path).join("sweep"));
+    write_atomic(&out.join("sweep.json"), doc.to_json()?.as_bytes(), &base.inputs)?;
+    write_atomic(&out.join("sweep.csv"), doc.to_csv()?.as_bytes(), &base.inputs)?;
+    print_doc(&doc, args.sim.format)?;
+    if !args.exp.quiet {
+        eprintln!(
+            "{} points x variants, {runs} runs, {events} events in {elapsed:.2} s ({:.1} M events/s); wrote {}",
+            doc.points.iter().map(|p| p.variants.len()).sum::<usize>(),
+            events as f64 / elapsed.max(1e-9) / 1e6,
+            out.display()
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+fn print_doc(doc: &SweepDoc, format: Format) -> anyhow::Result<()> {
+    match format {
+        Format::Json => print!("{}", doc.to_json()?),
+        Format::Csv => print!("{}", doc.to_csv()?),
+        Format::Table | Format::Markdown => print!("{}", doc.to_table()),
+    }
+    Ok(())
+}
+
+/// Runs the `merge` command.
+pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
+    let mut docs = Vec::new();
+    for dir in &args.dirs {
+        let path = if dir.is_file() { dir.clone() } else { dir.join("sweep.json") };
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(&path).map_err(|e| InputError::file(&shown, format!("cannot read: {e}")))?;
+        let doc: SweepDoc =
+            serde_json::from_str(&text).map_err(|e| InputError::file(&shown, format!("not a sweep.json: {e}")))?;
+        if doc.schema != SWEEP_SCHEMA {
+            return Err(InputError::file(&shown, format!("schema \"{}\" is not {SWEEP_SCHEMA}", doc.schema)).into());
+        }
+        docs.push((dir.display().to_string(), doc));
+    }
+    let merged = merge(docs).map_err(|m| InputError::file("retrysim merge", m))?;
+    let inputs: Vec<PathBuf> = args.dirs.iter().map(|d| d.join("sweep.json")).collect();
+    write_atomic(&args.out.join("sweep.json"), merged.to_json()?.as_bytes(), &inputs)?;
+    write_atomic(&args.out.join("sweep.csv"), merged.to_csv()?.as_bytes(), &inputs)?;
+    if !args.quiet {
+        eprintln!("merged {} shards ({} points) into {}", args.dirs.len(), merged.points.len(), args.out.display());
+    }
+    Ok(EXIT_OK)
+}

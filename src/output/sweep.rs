@@ -1,0 +1,229 @@
+//! `sweep.json` and `sweep.csv`: one document model for whole sweeps,
+//! shards and merged shards, so that merged shards give byte for byte the
+//! files of the unsharded sweep.
+
+use crate::analysis::sweep::{Knee, Param};
+use crate::metrics::METRICS;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A metric's mean and 95% CI at one point for one variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricDoc {
+    pub mean: Option<f64>,
+    pub ci95: Option<[f64; 2]>,
+}
+
+/// One variant at one grid point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantPoint {
+    pub name: String,
+    pub metrics: BTreeMap<String, MetricDoc>,
+}
+
+/// One grid point: its index in the whole grid, its parameter values and
+/// its variants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointDoc {
+    pub index: usize,
+    pub values: Vec<(String, String)>,
+    pub variants: Vec<VariantPoint>,
+}
+
+/// What identifies a sweep: shards merge only when these agree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepExperiment {
+    pub name: String,
+    pub file: String,
+    /// Hash of the experiment's text and the `--set` overrides.
+    pub fingerprint: String,
+    pub seed: u64,
+    pub replications: u32,
+    pub grid_points: usize,
+}
+
+/// Which shard a document holds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    pub k: usize,
+    pub n: usize,
+}
+
+/// A variant's knee: the last value of the first parameter, in grid
+/// order, before the knee condition first fails.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KneeDoc {
+    pub variant: String,
+    pub param: String,
+    pub value: Option<String>,
+}
+
+/// A sweep, a shard of one, or merged shards.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepDoc {
+    pub schema: String,
+    pub experiment: SweepExperiment,
+    pub params: Vec<Param>,
+    pub knee: Knee,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    pub points: Vec<PointDoc>,
+    pub knees: Vec<KneeDoc>,
+}
+
+/// The schema name of sweep documents.
+pub const SWEEP_SCHEMA: &str = "retrysim.sweep/1";
+
+impl SweepDoc {
+    /// Computes the knees (one parameter, the whole grid); none otherwise.
+    pub fn compute_knees(&mut self) {
+        self.knees.clear();
+        if self.shard.is_some() || self.params.len() != 1 {
+            return;
+        }
+        let Some(first) = self.points.first() else { return };
+        for (vi, v) in first.variants.iter().enumerate() {
+            let mut knee = None;
+            for p in &self.points {
+                let holds = p.variants[vi]
+                    .metrics
+                    .get(&self.knee.metric)
+                    .and_then(|m| m.mean)
+                    .is_some_and(|x| self.knee.holds(x));
+                if !holds {
+                    break;
+                }
+                knee = Some(p.values[0].1.clone());
+            }
+            self.knees.push(KneeDoc { variant: v.name.clone(), param: self.params[0].key.clone(), value: knee });
+        }
+    }
+
+    /// `sweep.json`.
+    pub fn to_json(&self) -> anyhow::Result<String> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
+
+    /// `sweep.csv`: one row per point × variant, every metric's mean and CI.
+    pub fn to_csv(&self) -> anyhow::Result<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let mut header = vec!["point".to_string()];
+        header.extend(self.params.iter().map(|p| p.key.clone()));
+        header.push("variant".into());
+        for m in METRICS {
+            header.extend([m.to_string(), format!("{m}_ci_lo"), format!("{m}_ci_hi")]);
+        }
+        w.write_record(&header)?;
+        let num = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
+        for p in &self.points {
+            for v in &p.variants {
+                let mut row = vec![p.index.to_string()];
+                row.extend(p.values.iter().map(|(_, x)| x.clone()));
+                row.push(v.name.clone());
+                for m in METRICS {
+                    let d = v.metrics.get(m);
+                    row.push(num(d.and_then(|d| d.mean)));
+                    row.push(num(d.and_then(|d| d.ci95.map(|c| c[0]))));
+                    row.push(num(d.and_then(|d| d.ci95.map(|c| c[1]))));
+                }
+                w.write_record(&row)?;
+            }
+        }
+        Ok(String::from_utf8(w.into_inner()?)?)
+    }
+
+    /// The terminal view: headline means per point and variant, then knees.
+    pub fn to_table(&self) -> String {
+        let cols = [
+            "success_rate",
+            "goodput_per_s",
+            "attempts_per_intent",
+            "amplification",
+            "latency_p99_s",
+            "recovered_fraction",
+        ];
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let mut header: Vec<String> = self.params.iter().map(|p| p.key.clone()).collect();
+        header.push("variant".into());
+        header.extend(cols.iter().map(|c| c.to_string()));
+        rows.push(header);
+        for p in &self.points {
+            for v in &p.variants {
+                let mut row: Vec<String> = p.values.iter().map(|(_, x)| x.clone()).collect();
+                row.push(v.name.clone());
+                for c in cols {
+                    row.push(
+                        v.metrics.get(c).and_then(|m| m.mean).map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into()),
+                    );
+                }
+                rows.push(row);
+            }
+        }
+        let mut widths = vec![0; rows[0].len()];
+        for r in &rows {
+            for (i, c) in r.iter().enumerate() {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for r in &rows {
+            let cells: Vec<String> = r.iter().enumerate().map(|(i, c)| format!("{c:>w$}", w = widths[i])).collect();
+            out.push_str(&cells.join("  "));
+            out.push('\n');
+        }
+        for k in &self.knees {
+            out.push_str(&format!(
+                "knee of \"{}\" ({} {} {}): {}\n",
+                k.variant,
+                self.knee.metric,
+                self.knee.op,
+                self.knee.threshold,
+                match &k.value {
+                    Some(v) => format!("{} = {v}", k.param),
+                    None => "the condition fails already at the first point".into(),
+                }
+            ));
+        }
+        out
+    }
+}
+
+/// Joins a complete, consistent set of shard documents into the document
+/// of the unsharded sweep.
+pub fn merge(docs: Vec<(String, SweepDoc)>) -> Result<SweepDoc, String> {
+    let Some((first_dir, first)) = docs.first().cloned() else { return Err("no shard folders given".into()) };
+    let n = first.shard.map(|s| s.n).ok_or_else(|| format!("{first_dir}: not a shard (no `shard` in sweep.json)"))?;
+    let mut seen = vec![None::<String>; n];
+    for (dir, d) in &docs {
+        let s = d.shard.ok_or_else(|| format!("{dir}: not a shard (no `shard` in sweep.json)"))?;
+        if s.n != n {
+            return Err(format!("{dir} is shard {}/{} but {first_dir} is of {n} shards", s.k, s.n));
+        }
+        if d.experiment != first.experiment
+            || d.params != first.params
+            || d.knee != first.knee
+            || d.schema != first.schema
+        {
+            return Err(format!(
+                "{dir} comes from a different sweep than {first_dir} (experiment, seed, replications, grid or knee differ)"
+            ));
+        }
+        if let Some(other) = &seen[s.k - 1] {
+            return Err(format!("shard {}/{n} is given twice: {other} and {dir}", s.k));
+        }
+        seen[s.k - 1] = Some(dir.clone());
+    }
+    let missing: Vec<String> =
+        seen.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(i, _)| format!("{}/{n}", i + 1)).collect();
+    if !missing.is_empty() {
+        return Err(format!("incomplete set of shards: missing {}", missing.join(", ")));
+    }
+    let mut points: Vec<PointDoc> = docs.into_iter().flat_map(|(_, d)| d.points).collect();
+    points.sort_by_key(|p| p.index);
+    if points.len() != first.experiment.grid_points || points.iter().enumerate().any(|(i, p)| p.index != i) {
+        return Err("the shards do not cover the grid point by point".into());
+    }
+    let mut merged = SweepDoc { shard: None, points, knees: Vec::new(), ..first };
+    merged.compute_knees();
+    Ok(merged)
+}
