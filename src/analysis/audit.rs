@@ -105,7 +105,10 @@ fn fault(name: &str, target: usize, start: Nanos, end: Nanos, kind: FaultKind) -
 /// Services where side effects happen (they commit), else every target of a client.
 fn committing(s: &Scenario) -> Vec<usize> {
     let c: Vec<usize> = (0..s.services.len()).filter(|&i| s.services[i].commits.is_some()).collect();
-    if c.is_empty() { s.clients.iter().map(|c| c.target).collect() } else { c }
+    let mut c = if c.is_empty() { s.clients.iter().map(|c| c.target).collect() } else { c };
+    c.sort_unstable();
+    c.dedup();
+    c
 }
 
 fn probes(base: &Scenario) -> Vec<Probe> {
@@ -122,8 +125,10 @@ fn probes(base: &Scenario) -> Vec<Probe> {
             checks: vec![Check::OneEffect, Check::NoOverrun],
         });
 
+        // A short crash (200 ms), so that callers' retries of answers lost
+        // before it come back after the restart.
         let mut s = short(base);
-        s.faults.push(fault("audit-crash", svc, d / 2, d / 2 + 2 * S, FaultKind::Crash));
+        s.faults.push(fault("audit-crash", svc, d / 2, d / 2 + S / 5, FaultKind::Crash));
         s.faults.push(fault("audit-response-loss", svc, d / 10, NEVER, FaultKind::ResponseLoss { probability: 0.2 }));
         out.push(Probe {
             breakpoint: "crash after the placeholder",
@@ -137,7 +142,7 @@ fn probes(base: &Scenario) -> Vec<Probe> {
         {
             let mut s = short(base);
             // Crash while records of recent writes are still pending.
-            s.faults.push(fault("audit-crash", svc, d / 2, d / 2 + 2 * S, FaultKind::Crash));
+            s.faults.push(fault("audit-crash", svc, d / 2, d / 2 + S / 5, FaultKind::Crash));
             s.faults.push(fault(
                 "audit-response-loss",
                 svc,
@@ -241,6 +246,16 @@ fn ttl_findings(s: &Scenario) -> Vec<Finding> {
                 continue;
             }
             let policy = s.edge_policy(ei);
+            // Only callers that send a key and resend it matter here.
+            let sends_key = match e.caller {
+                Caller::Client(c) => s.clients[c].idempotency_key,
+                Caller::Service { service, index } => {
+                    s.services[service].calls[index].key != crate::config::KeyMode::None
+                }
+            };
+            if policy.max_attempts < 2 || !sends_key {
+                continue;
+            }
             let window = policy.retry_window();
             let failure = match window {
                 None => Some(format!(

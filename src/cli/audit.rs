@@ -91,6 +91,13 @@ fn markdown(findings: &[Finding]) -> String {
     for f in findings {
         out.push_str(&format!("| {} | {} | {} | {} |\n", f.breakpoint, f.target, f.invariant, verdict(f)));
     }
+    for f in findings.iter().filter(|f| !f.passed() && !f.trace.is_empty()) {
+        out.push_str(&format!("\nCounterexample for *{}* ({}, {}):\n\n```json\n", f.breakpoint, f.target, f.invariant));
+        for row in &f.trace {
+            out.push_str(&format!("{row}\n"));
+        }
+        out.push_str("```\n");
+    }
     out
 }
 

@@ -386,7 +386,7 @@ impl<'s> World<'s> {
         while let Some(t) = self.q.peek_time() {
             // Past the arrival window with every intent settled, what is left
             // are stale timeouts: the run is over.
-            if t > stop || (t >= self.s.duration && self.intents.is_empty()) {
+            if t > stop || (t >= self.s.duration && self.intents.is_empty() && self.writes.is_empty()) {
                 break;
             }
             let (_, ev) = self.q.pop().expect("peeked");
