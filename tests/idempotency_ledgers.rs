@@ -176,7 +176,7 @@ idempotency = {{ in_progress = "{mode}" }}
 }
 
 #[test]
-fn without_faults_no_placeholder_is_left_in_progress_even_with_delayed_records() {
+fn without_a_crash_no_placeholder_is_left_in_progress_even_with_delayed_records() {
     // The run goes on until the last delayed record is written.
     let runs =
         run(&load(&keyed("idempotency = { atomic = false, record_delay = \"50ms\", lease = \"never\" }", "")), 2);
