@@ -173,7 +173,8 @@ fn print_doc(doc: &SweepDoc, format: Format) -> anyhow::Result<()> {
     match format {
         Format::Json => print!("{}", doc.to_json()?),
         Format::Csv => print!("{}", doc.to_csv()?),
-        Format::Table | Format::Markdown => print!("{}", doc.to_table()),
+        Format::Table => print!("{}", doc.to_table(false)),
+        Format::Markdown => print!("{}", doc.to_table(true)),
     }
     Ok(())
 }

@@ -132,8 +132,9 @@ impl SweepDoc {
         Ok(String::from_utf8(w.into_inner()?)?)
     }
 
-    /// The terminal view: headline means per point and variant, then knees.
-    pub fn to_table(&self) -> String {
+    /// The terminal view (or a Markdown table): headline means per point
+    /// and variant, then knees.
+    pub fn to_table(&self, markdown: bool) -> String {
         let cols = [
             "success_rate",
             "goodput_per_s",
@@ -166,9 +167,19 @@ impl SweepDoc {
             }
         }
         let mut out = String::new();
-        for r in &rows {
+        for (ri, r) in rows.iter().enumerate() {
+            if markdown {
+                out.push_str(&format!("| {} |\n", r.join(" | ")));
+                if ri == 0 {
+                    out.push_str(&format!("|{}|\n", vec!["---"; r.len()].join("|")));
+                }
+                continue;
+            }
             let cells: Vec<String> = r.iter().enumerate().map(|(i, c)| format!("{c:>w$}", w = widths[i])).collect();
             out.push_str(&cells.join("  "));
+            out.push('\n');
+        }
+        if markdown && !self.knees.is_empty() {
             out.push('\n');
         }
         for k in &self.knees {
