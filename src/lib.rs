@@ -7,6 +7,7 @@
 //! the retry decision as pure functions; [`cli`] the command line.
 
 pub mod analysis;
+pub mod charts;
 pub mod cli;
 pub mod config;
 pub mod engine;

@@ -51,6 +51,9 @@ pub struct MergeArgs {
     /// Say nothing on stderr but errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Do not draw charts.
+    #[arg(long)]
+    pub no_plots: bool,
 }
 
 fn fingerprint(source: &str, sets: &[String]) -> String {
@@ -157,6 +160,9 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&base.path).join("sweep"));
     write_atomic(&out.join("sweep.json"), doc.to_json()?.as_bytes(), &base.inputs)?;
     write_atomic(&out.join("sweep.csv"), doc.to_csv()?.as_bytes(), &base.inputs)?;
+    if !args.sim.no_plots && doc.shard.is_none() {
+        crate::charts::plot_dir(&out, &out)?;
+    }
     print_doc(&doc, args.sim.format)?;
     if !args.exp.quiet {
         eprintln!(
@@ -197,6 +203,9 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     let inputs: Vec<PathBuf> = args.dirs.iter().map(|d| d.join("sweep.json")).collect();
     write_atomic(&args.out.join("sweep.json"), merged.to_json()?.as_bytes(), &inputs)?;
     write_atomic(&args.out.join("sweep.csv"), merged.to_csv()?.as_bytes(), &inputs)?;
+    if !args.no_plots {
+        crate::charts::plot_dir(&args.out, &args.out)?;
+    }
     if !args.quiet {
         eprintln!("merged {} shards ({} points) into {}", args.dirs.len(), merged.points.len(), args.out.display());
     }
