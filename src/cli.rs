@@ -1,6 +1,7 @@
 //! The command line: argument definitions, help text and the commands.
 
 pub mod audit;
+pub mod plot;
 pub mod run;
 pub mod sweep;
 
@@ -44,6 +45,12 @@ pub enum Command {
     /// Join the output folders of a sharded sweep into the files the unsharded sweep writes.
     #[command(after_help = "Example:\n  retrysim merge out/shard1 out/shard2 out/shard3 out/shard4 --out out/sweep")]
     Merge(sweep::MergeArgs),
+    /// Redraw the charts of a finished run or sweep from its output folder.
+    #[command(after_help = "Example:\n  retrysim plot out/quickstart --out slides/")]
+    Plot(plot::PlotArgs),
+    /// Write report.html (self-contained) and report.md for a design review from a run's output folder.
+    #[command(after_help = "Example:\n  retrysim report out/quickstart")]
+    Report(plot::ReportArgs),
 }
 
 /// What the run command prints on stdout.
@@ -133,6 +140,8 @@ pub fn main() -> i32 {
         Command::Audit(args) => audit::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::run_merge(&args),
+        Command::Plot(args) => plot::run_plot(&args),
+        Command::Report(args) => plot::run_report(&args),
     };
     match result {
         Ok(code) => code,

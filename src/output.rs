@@ -1,7 +1,9 @@
 //! What users see: the summary (JSON, CSV, terminal table) and the time
 //! series, written atomically and never over an input file.
 
+pub mod export;
 pub mod files;
+pub mod report;
 pub mod summary;
 pub mod sweep;
 pub mod table;

@@ -66,3 +66,32 @@ fn plotting_a_folder_that_is_not_an_output_is_an_error() {
     let e = plot_dir(tmp.path(), tmp.path()).unwrap_err();
     assert!(e.to_string().contains("no summary.json"), "{e}");
 }
+
+#[test]
+fn the_report_is_self_contained_and_names_every_variant_and_chart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    run_quickstart(&run);
+    let status =
+        Command::new(env!("CARGO_BIN_EXE_retrysim")).args(["report", run.to_str().unwrap(), "-q"]).status().unwrap();
+    assert!(status.success());
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let exp =
+        load_experiment(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/quickstart.toml")), &[]).unwrap();
+    for v in &exp.variants {
+        assert!(html.contains(&v.variant) && md.contains(&v.variant), "variant {} missing", v.variant);
+    }
+    // Every chart is embedded inline (no external files or scripts).
+    for chart in ["goodput", "attempts", "latency_cdf", "edges", "services", "effects", "queue_api", "utilization_api"]
+    {
+        assert!(html.contains(&format!("<figure id=\"{chart}\">\n<svg")), "{chart} not inline");
+        assert!(md.contains(&format!("({chart}.png)")), "{chart} not in report.md");
+        assert!(run.join(format!("{chart}.png")).is_file());
+    }
+    assert_eq!(html.matches("<svg").count(), 8);
+    assert!(!html.contains("<script") && !html.contains("src=\"") && !html.contains("href=\"http"));
+    // The experiment as written, and findings from the numbers.
+    assert!(html.contains("backoff + full jitter") && html.contains("[[variants]]"));
+    assert!(html.contains("versus &quot;no retries&quot;"), "a finding against the baseline");
+}

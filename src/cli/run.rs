@@ -132,6 +132,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let json = serde_json::to_string_pretty(&summary_json(&exp, &set, &summaries))? + "\n";
     let csv = output::table::render_csv(&summaries)?;
     write_atomic(&out.join("summary.json"), json.as_bytes(), &exp.inputs)?;
+    // The experiment as written, for `retrysim report`.
+    write_atomic(&out.join("experiment.toml"), exp.source.as_bytes(), &exp.inputs)?;
     write_atomic(&out.join("summary.csv"), csv.as_bytes(), &exp.inputs)?;
     write_atomic(&out.join("timeseries.csv"), output::timeseries::render_timeseries(&set)?.as_bytes(), &exp.inputs)?;
     write_atomic(&out.join("faults.csv"), output::timeseries::render_faults(&set)?.as_bytes(), &exp.inputs)?;
