@@ -131,9 +131,9 @@ pub fn write_report(dir: &Path, chart_names: &[String]) -> anyhow::Result<()> {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n<style>body{{font-family:sans-serif;max-width:1300px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}pre{{background:#f6f6f6;padding:1em;overflow:auto}}figure{{margin:2em 0}}svg{{max-width:100%;height:auto}}</style></head><body>\n<h1>{t}</h1>\n",
         t = esc(&exp_name)
     );
-    let _ = write!(
+    let _ = writeln!(
         html,
-        "<p>Seed {}, {} replication(s) per variant, intents counted from {} s to {} s. Each cell is the mean ± the half-width of its 95% confidence interval.</p>\n",
+        "<p>Seed {}, {} replication(s) per variant, intents counted from {} s to {} s. Each cell is the mean ± the half-width of its 95% confidence interval.</p>",
         summary["experiment"]["seed"],
         variants.first().map(|v| v["replications"].clone()).unwrap_or_default(),
         summary["experiment"]["warmup_s"],
