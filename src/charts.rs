@@ -282,28 +282,31 @@ fn sweep_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
                 line
             })
             .collect();
-        let marks = if metric == knee_metric {
-            doc["knees"]
-                .as_array()
-                .map(|ks| {
-                    ks.iter()
-                        .filter_map(|k| {
-                            let v = k["value"].as_str()?;
-                            let x: f64 = v.trim_end_matches("/s").trim_end_matches("ms").parse().ok()?;
-                            Some((x, format!("knee: {}", k["variant"].as_str().unwrap_or(""))))
-                        })
-                        .collect()
+        let knees = doc["knees"].as_array().cloned().unwrap_or_default();
+        let marks: Vec<(f64, String, usize)> = if metric == knee_metric {
+            knees
+                .iter()
+                .filter_map(|k| {
+                    let v = k["value"].as_str()?;
+                    let x: f64 = v.trim_end_matches("/s").trim_end_matches("ms").parse().ok()?;
+                    let vi = names.iter().position(|n| Some(n.as_str()) == k["variant"].as_str())?;
+                    Some((x, format!("knee of {}", names[vi]), vi))
                 })
-                .unwrap_or_default()
+                .collect()
         } else {
             Vec::new()
         };
+        let threshold = (metric == knee_metric)
+            .then(|| doc["knee"]["threshold"].as_f64().map(|t| (t, format!("{} {} {t}", knee_metric, doc["knee"]["op"].as_str().unwrap_or("")))))
+            .flatten();
         let chart = Chart::Lines(LineChart {
             title: format!("{metric} versus {key} (mean and 95% CI)"),
             x_label: key.clone(),
             y_label: label.into(),
             lines,
             marks,
+            threshold,
+            y_fit: true,
             ..LineChart::default()
         });
         let stem = format!("sweep_{metric}");

@@ -57,8 +57,12 @@ pub struct LineChart {
     pub lines: Vec<Line>,
     /// Shaded x intervals (fault windows) with a label.
     pub shade: Vec<(f64, f64, String)>,
-    /// Vertical marks (knees) with a label.
-    pub marks: Vec<(f64, String)>,
+    /// Vertical marks (knees): x, label, colour of the series they belong to.
+    pub marks: Vec<(f64, String, usize)>,
+    /// A horizontal reference line (a threshold) with its label.
+    pub threshold: Option<(f64, String)>,
+    /// Let the y axis start near the data instead of at zero.
+    pub y_fit: bool,
     /// x values are log10 of the quantity; ticks are labelled 10^x.
     pub x_log10: bool,
     /// Put the legend in the lower right corner (where a CDF is empty).
@@ -97,8 +101,9 @@ fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) 
     let xs = c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
     let (x0, x1) = bounds(xs.chain(c.shade.iter().flat_map(|s| [s.0, s.1])));
     let ys = c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1).chain(l.band.iter().flat_map(|b| [b.1, b.2])));
-    let (y0, y1) = bounds(ys);
-    let (y0, y1) = (y0.min(0.0), y1 + (y1 - y0.min(0.0)) * 0.05);
+    let (y0, y1) = bounds(ys.chain(c.threshold.iter().map(|t| t.0)));
+    let y0 = if c.y_fit { y0 - (y1 - y0) * 0.1 } else { y0.min(0.0) };
+    let y1 = y1 + (y1 - y0) * 0.12;
     let mut chart = ChartBuilder::on(root)
         .caption(&c.title, ("sans-serif", title_size(&c.title)))
         .margin(20)
@@ -145,13 +150,15 @@ fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) 
             .label(l.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(3)));
     }
-    for (x, label) in &c.marks {
-        chart.draw_series(std::iter::once(PathElement::new(vec![(*x, y0), (*x, y1)], BLACK.stroke_width(2))))?;
-        chart.draw_series(std::iter::once(Text::new(
-            label.clone(),
-            (*x, y1 - (y1 - y0) * 0.04),
-            ("sans-serif", 18),
-        )))?;
+    if let Some((y, label)) = &c.threshold {
+        chart.draw_series(std::iter::once(PathElement::new(vec![(x0, *y), (x1, *y)], RGBColor(90, 90, 90).stroke_width(1))))?;
+        chart.draw_series(std::iter::once(Text::new(label.clone(), (x0 + (x1 - x0) * 0.01, *y), ("sans-serif", 16))))?;
+    }
+    for (i, (x, label, ci)) in c.marks.iter().enumerate() {
+        let col = color(*ci);
+        chart.draw_series(std::iter::once(PathElement::new(vec![(*x, y0), (*x, y1)], col.stroke_width(2))))?;
+        let y = y1 - (y1 - y0) * (0.05 + 0.045 * i as f64);
+        chart.draw_series(std::iter::once(Text::new(format!(" {label}"), (*x, y), ("sans-serif", 16).into_font().color(&col))))?;
     }
     chart
         .configure_series_labels()
