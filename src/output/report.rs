@@ -26,25 +26,39 @@ const COLUMNS: [(&str, &str, bool); 9] = [
     ("goodput_per_s", "goodput/s", false),
     ("attempts_per_intent", "attempts/intent", false),
     ("amplification", "amplification", false),
-    ("latency_p50_s", "p50 (s)", false),
-    ("latency_p99_s", "p99 (s)", false),
+    ("latency_p50_s", "p50", false),
+    ("latency_p99_s", "p99", false),
     ("wasted_fraction", "wasted", true),
     ("duplicate_intents", "duplicates", false),
     ("recovered_fraction", "recovered", true),
 ];
 
 fn cell(m: &Value, percent: bool) -> String {
+    let f = |x: f64| {
+        if percent {
+            format!("{:.2}%", x * 100.0)
+        } else if x.abs() >= 10.0 {
+            format!("{x:.1}")
+        } else {
+            format!("{x:.3}")
+        }
+    };
     match (mean(m), half(m)) {
         (None, _) => "—".into(),
-        (Some(x), h) => {
-            let f = |x: f64| if percent { format!("{:.2}%", x * 100.0) } else { format!("{x:.4}") };
-            match h {
-                Some(h) => {
-                    format!("{} ± {}", f(x), if percent { format!("{:.2}", h * 100.0) } else { format!("{h:.4}") })
-                }
-                None => f(x),
-            }
+        (Some(x), None) => f(x),
+        (Some(x), Some(h)) => {
+            let h = if percent { format!("{:.2}", h * 100.0) } else { f(h) };
+            format!("{} ± {h}", f(x))
         }
+    }
+}
+
+fn seconds_cell(m: &Value) -> String {
+    use crate::output::table::fmt_seconds;
+    match (mean(m), half(m)) {
+        (None, _) => "—".into(),
+        (Some(x), None) => fmt_seconds(x),
+        (Some(x), Some(h)) => format!("{} ± {}", fmt_seconds(x), fmt_seconds(h)),
     }
 }
 
@@ -158,7 +172,7 @@ pub fn write_report(dir: &Path, chart_names: &[String]) -> anyhow::Result<()> {
         let _ = write!(html, "<tr><td>{}</td>", esc(name));
         let _ = write!(md_table, "| {name} |");
         for (m, _, p) in COLUMNS {
-            let c = cell(&v["metrics"][m], p);
+            let c = if m.ends_with("_s") { seconds_cell(&v["metrics"][m]) } else { cell(&v["metrics"][m], p) };
             let _ = write!(html, "<td>{}</td>", esc(&c));
             let _ = write!(md_table, " {c} |");
         }
