@@ -1,6 +1,8 @@
 //! The command line: argument definitions, help text and the commands.
 
 pub mod audit;
+pub mod export;
+pub mod lint;
 pub mod plot;
 pub mod run;
 pub mod sweep;
@@ -37,6 +39,17 @@ pub enum Command {
         after_help = "Exit status: 0 every invariant held, 1 one failed (its counterexample trace is printed), 2 bad input.\n\nExample:\n  retrysim audit experiments/crash-recovery.toml"
     )]
     Audit(audit::AuditArgs),
+    /// Static pre-launch checks (DESIGN §6): findings with a fixed severity,
+    /// the file, field and fix, and the worst-case amplification of every call path.
+    #[command(
+        after_help = "Exit status: 0 no error-level finding, 1 at least one, 2 bad input.\n\nExamples:\n  retrysim lint experiments/layered-amplification.toml\n  retrysim lint exp.toml --variant \"one layer\" --format markdown\n  retrysim lint exp.toml --set clients.web.policy.max_attempts=1 --format json"
+    )]
+    Lint(lint::LintArgs),
+    /// Translate a policy file to gRPC service config, an Envoy retry_policy or AWS SDK config.
+    #[command(
+        after_help = "The translation goes to stdout; every field that could not be carried over is named on stderr with why.\n\nExamples:\n  retrysim export policies/grpc-default.toml --to grpc > service-config.json\n  retrysim export policies/envoy-default.toml --to envoy\n  retrysim export policies/aws-standard.toml --to aws --strict"
+    )]
+    Export(export::ExportArgs),
     /// Run the experiment over a grid of values (--param KEY=SPEC) and find each variant's knee.
     #[command(
         after_help = "Examples:\n  retrysim sweep experiments/quickstart.toml --param experiment.load_scale=0.5..1.5:11\n  retrysim sweep exp.toml --param clients.web.policy.max_attempts=1,2,3,4 --param services.api.workers=8,16\n  retrysim sweep exp.toml --param experiment.load_scale=0.5..1.5:11 --shard 2/4 --out out/shard2"
@@ -138,6 +151,8 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Audit(args) => audit::run(&args),
+        Command::Lint(args) => lint::run(&args),
+        Command::Export(args) => export::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::run_merge(&args),
         Command::Plot(args) => plot::run_plot(&args),

@@ -172,7 +172,7 @@ pub fn write_report(dir: &Path, chart_names: &[String]) -> anyhow::Result<()> {
         let _ = write!(html, "<tr><td>{}</td>", esc(name));
         let _ = write!(md_table, "| {name} |");
         for (m, _, p) in COLUMNS {
-            let c = if m.ends_with("_s") { seconds_cell(&v["metrics"][m]) } else { cell(&v["metrics"][m], p) };
+            let c = if m.starts_with("latency_") { seconds_cell(&v["metrics"][m]) } else { cell(&v["metrics"][m], p) };
             let _ = write!(html, "<td>{}</td>", esc(&c));
             let _ = write!(md_table, " {c} |");
         }
