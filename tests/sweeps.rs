@@ -83,6 +83,19 @@ fn incomplete_or_mismatched_shard_sets_are_refused() {
     assert_eq!(code, 2);
     assert!(err.contains("different sweep"), "{err}");
     assert!(!out.join("sweep.json").exists());
+    // A shard of other variants is not part of this sweep either.
+    let d = tmp.path().join("d");
+    sweep(&d, &["--shard", "3/3", "--variant", "no retries"]);
+    let (code, err) = retrysim(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        d.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("different sweep"), "{err}");
     // The same shard twice.
     let (code, err) = retrysim(&["merge", a.to_str().unwrap(), a.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert_eq!(code, 2);

@@ -25,7 +25,7 @@ pub struct SweepArgs {
     /// A swept field: KEY=a,b,c or KEY=LO..HI:N (repeatable: the product).
     #[arg(long = "param", value_name = "KEY=SPEC", required = true)]
     pub params: Vec<String>,
-    /// The knee condition: the last value of the first --param before it fails.
+    /// The knee condition (with exactly one --param): the last value before it first fails.
     #[arg(long, value_name = "METRIC>=X", default_value = "success_rate>=0.99")]
     pub knee: String,
     /// Run only shard K of N of the grid (merge the shards with `retrysim merge`).
@@ -56,8 +56,14 @@ pub struct MergeArgs {
     pub no_plots: bool,
 }
 
-fn fingerprint(source: &str, sets: &[String]) -> String {
-    let mut words: Vec<u64> = source.bytes().map(u64::from).collect();
+/// Hash of every input file (the experiment and the policies it loads) and
+/// the overrides, so that shards of different inputs do not merge.
+fn fingerprint(inputs: &[PathBuf], sets: &[String]) -> String {
+    let mut words: Vec<u64> = Vec::new();
+    for path in inputs {
+        words.extend(std::fs::read(path).unwrap_or_default().into_iter().map(u64::from));
+        words.push(0xFE);
+    }
     for s in sets {
         words.push(0xFF);
         words.extend(s.bytes().map(u64::from));
@@ -81,6 +87,22 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         sets.push(format!("experiment.replications={r}"));
     }
     let base = load_experiment(&args.exp.experiment, &sets)?;
+    for want in &args.variants {
+        if !base.variants.iter().any(|v| &v.variant == want) {
+            let names: Vec<&str> = base.variants.iter().map(|v| v.variant.as_str()).collect();
+            return Err(InputError::file(
+                format!("--variant {want}"),
+                format!("no such variant; the experiment has: {}", names.join(", ")),
+            )
+            .into());
+        }
+    }
+    let swept_names: Vec<String> = base
+        .variants
+        .iter()
+        .map(|v| v.variant.clone())
+        .filter(|n| args.variants.is_empty() || args.variants.contains(n))
+        .collect();
     let points = grid(&params);
     // Load every point of this shard (each may fail on a bad value).
     let mut scenarios: Vec<Scenario> = Vec::new();
@@ -122,10 +144,11 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         experiment: SweepExperiment {
             name: first.name.clone(),
             file: args.exp.experiment.display().to_string(),
-            fingerprint: fingerprint(&base.source, &sets),
+            fingerprint: fingerprint(&base.inputs, &sets),
             seed: first.seed,
             replications: first.replications,
             grid_points: points.len(),
+            variants: swept_names.clone(),
         },
         params,
         knee,

@@ -40,6 +40,8 @@ pub struct SweepExperiment {
     pub seed: u64,
     pub replications: u32,
     pub grid_points: usize,
+    /// The variants swept, in order.
+    pub variants: Vec<String>,
 }
 
 /// Which shard a document holds.
@@ -85,9 +87,10 @@ impl SweepDoc {
         for (vi, v) in first.variants.iter().enumerate() {
             let mut knee = None;
             for p in &self.points {
-                let holds = p.variants[vi]
-                    .metrics
-                    .get(&self.knee.metric)
+                let holds = p
+                    .variants
+                    .get(vi)
+                    .and_then(|v| v.metrics.get(&self.knee.metric))
                     .and_then(|m| m.mean)
                     .is_some_and(|x| self.knee.holds(x));
                 if !holds {

@@ -38,12 +38,13 @@ fn fmt_value(x: f64, style: Style) -> String {
 
 /// Seconds in a readable unit: `850µs`, `12.3ms`, `1.24s`.
 pub fn fmt_seconds(x: f64) -> String {
-    if x < 1e-3 {
-        format!("{:.0}µs", x * 1e6)
-    } else if x < 1.0 {
-        format!("{:.1}ms", x * 1e3)
+    let (sign, a) = if x < 0.0 { ("-", -x) } else { ("", x) };
+    if a < 1e-3 {
+        format!("{sign}{:.0}µs", a * 1e6)
+    } else if a < 1.0 {
+        format!("{sign}{:.1}ms", a * 1e3)
     } else {
-        format!("{:.2}s", x)
+        format!("{sign}{a:.2}s")
     }
 }
 
