@@ -297,7 +297,11 @@ fn sweep_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
             Vec::new()
         };
         let threshold = (metric == knee_metric)
-            .then(|| doc["knee"]["threshold"].as_f64().map(|t| (t, format!("{} {} {t}", knee_metric, doc["knee"]["op"].as_str().unwrap_or("")))))
+            .then(|| {
+                doc["knee"]["threshold"]
+                    .as_f64()
+                    .map(|t| (t, format!("{} {} {t}", knee_metric, doc["knee"]["op"].as_str().unwrap_or(""))))
+            })
             .flatten();
         let chart = Chart::Lines(LineChart {
             title: format!("{metric} versus {key} (mean and 95% CI)"),

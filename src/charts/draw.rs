@@ -151,14 +151,25 @@ fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) 
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(3)));
     }
     if let Some((y, label)) = &c.threshold {
-        chart.draw_series(std::iter::once(PathElement::new(vec![(x0, *y), (x1, *y)], RGBColor(90, 90, 90).stroke_width(1))))?;
-        chart.draw_series(std::iter::once(Text::new(label.clone(), (x0 + (x1 - x0) * 0.01, *y), ("sans-serif", 16))))?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(x0, *y), (x1, *y)],
+            RGBColor(90, 90, 90).stroke_width(1),
+        )))?;
+        chart.draw_series(std::iter::once(Text::new(
+            label.clone(),
+            (x0 + (x1 - x0) * 0.01, *y),
+            ("sans-serif", 16),
+        )))?;
     }
     for (i, (x, label, ci)) in c.marks.iter().enumerate() {
         let col = color(*ci);
         chart.draw_series(std::iter::once(PathElement::new(vec![(*x, y0), (*x, y1)], col.stroke_width(2))))?;
         let y = y1 - (y1 - y0) * (0.05 + 0.045 * i as f64);
-        chart.draw_series(std::iter::once(Text::new(format!(" {label}"), (*x, y), ("sans-serif", 16).into_font().color(&col))))?;
+        chart.draw_series(std::iter::once(Text::new(
+            format!(" {label}"),
+            (*x, y),
+            ("sans-serif", 16).into_font().color(&col),
+        )))?;
     }
     chart
         .configure_series_labels()
