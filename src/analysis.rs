@@ -7,6 +7,7 @@ pub mod precision;
 pub mod replicate;
 pub mod stats;
 pub mod sweep;
+pub mod tune;
 
 pub use replicate::{RunSet, VariantRuns, run_all, run_all_with, run_ranges};
 pub use stats::{Summary, summarize};

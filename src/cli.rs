@@ -6,6 +6,7 @@ pub mod lint;
 pub mod plot;
 pub mod run;
 pub mod sweep;
+pub mod tune;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -61,6 +62,11 @@ pub enum Command {
     /// Redraw the charts of a finished run or sweep from its output folder.
     #[command(after_help = "Example:\n  retrysim plot out/quickstart --out slides/")]
     Plot(plot::PlotArgs),
+    /// Search the [tune.space] for the best policy under the [tune] objective and constraints; emit it.
+    #[command(
+        after_help = "Exit status: 0 a winner was found and written, 1 no candidate met the constraints (the closest is named), 2 bad input.\n\nExample:\n  retrysim tune experiments/tune-sdk.toml --emit policies/tuned-example.toml"
+    )]
+    Tune(tune::TuneArgs),
     /// Write report.html (self-contained) and report.md for a design review from a run's output folder.
     #[command(after_help = "Example:\n  retrysim report out/quickstart")]
     Report(plot::ReportArgs),
@@ -156,6 +162,7 @@ pub fn main() -> i32 {
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::run_merge(&args),
         Command::Plot(args) => plot::run_plot(&args),
+        Command::Tune(args) => tune::run(&args),
         Command::Report(args) => plot::run_report(&args),
     };
     match result {

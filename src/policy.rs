@@ -6,6 +6,7 @@ pub mod backoff;
 pub mod breaker;
 pub mod budget;
 pub mod decision;
+pub mod file;
 pub mod outcome;
 
 pub use backoff::{Backoff, BackoffKind, Jitter};

@@ -27,6 +27,7 @@ const PRESETS: &[&str] = &[
     "immediate-retries",
     "no-retries",
     "sre-book",
+    "tuned-example",
 ];
 
 fn policies_dir() -> PathBuf {

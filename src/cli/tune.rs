@@ -1,0 +1,172 @@
+//! `retrysim tune`: search the `[tune.space]`, print the Pareto front and
+//! why the winner won, and emit the winner as a policy file.
+
+use super::{EXIT_CHECK_FAILED, EXIT_OK, ExperimentArgs, SimArgs};
+use crate::analysis::tune::{Evaluated, TuneSpec, candidates, evaluate, overrides, pareto, parse_spec, winner};
+use crate::config::{Scenario, load_experiment};
+use crate::error::InputError;
+use crate::policy::Policy;
+use clap::Args;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// `retrysim tune`.
+#[derive(Args, Debug, Clone)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub exp: ExperimentArgs,
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// Where to write the winning policy [default: OUT/tuned-policy.toml].
+    #[arg(long, value_name = "PATH")]
+    pub emit: Option<PathBuf>,
+    /// The most candidates to evaluate: the full grid when smaller, else a Latin-hypercube sample.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub candidates: usize,
+    /// Replications per candidate and scenario (overrides each scenario's own).
+    #[arg(long, value_name = "N")]
+    pub replications: Option<u32>,
+}
+
+/// The policy an override key such as `clients.web.policy` or
+/// `services.api.calls.db.policy` names.
+pub fn policy_at<'a>(s: &'a Scenario, key: &str) -> Option<&'a Policy> {
+    let parts: Vec<&str> = key.split('.').collect();
+    match parts.as_slice() {
+        ["clients", name, "policy"] => s.clients.iter().find(|c| c.name == *name).map(|c| &c.policy),
+        ["services", svc, "calls", to, "policy"] => {
+            let si = s.services.iter().position(|x| x.name == *svc)?;
+            s.services[si].calls.iter().find(|c| s.services[c.to].name == *to).map(|c| &c.policy)
+        }
+        _ => None,
+    }
+}
+
+fn metric(e: &Evaluated, m: &str) -> String {
+    e.worst.iter().find(|w| w.0 == m).and_then(|w| w.1).map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into())
+}
+
+/// Runs the `tune` command.
+pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
+    let mut sets = args.exp.sets.clone();
+    if let Some(seed) = args.sim.seed {
+        sets.push(format!("experiment.seed={seed}"));
+    }
+    let exp = load_experiment(&args.exp.experiment, &sets)?;
+    let spec: TuneSpec = parse_spec(&exp.path, &exp.source)?;
+    if policy_at(&exp.variants[0], &spec.edge).is_none() {
+        return Err(InputError::field(
+            exp.path.display().to_string(),
+            "tune.edge",
+            format!("\"{}\" names no policy: use clients.NAME.policy or services.NAME.calls.CALLEE.policy", spec.edge),
+        )
+        .into());
+    }
+    if args.candidates == 0 {
+        return Err(InputError::file("--candidates", "must be at least 1").into());
+    }
+    let cands = candidates(&spec, args.candidates, exp.variants[0].seed);
+    let runs = cands.len() as u64
+        * spec.scenarios.len() as u64
+        * args.replications.unwrap_or(exp.variants[0].replications) as u64;
+    let bar = super::run::progress_bar(runs, args.exp.quiet);
+    let started = std::time::Instant::now();
+    let evals = evaluate(&spec, &cands, &sets, args.replications, args.sim.jobs.unwrap_or(0), &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    let elapsed = started.elapsed().as_secs_f64();
+
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "tuned {} over {} candidate(s) x {} scenario(s) in {elapsed:.1} s; objective: {} {} (worst scenario); constraints on the 95% CI bound: {}",
+        spec.edge,
+        cands.len(),
+        spec.scenarios.len(),
+        if spec.maximize { "maximize" } else { "minimize" },
+        spec.objective,
+        if spec.constraints.is_empty() {
+            "none".into()
+        } else {
+            spec.constraints.iter().map(|c| c.text.clone()).collect::<Vec<_>>().join(", ")
+        }
+    );
+    let _ = writeln!(text, "\nPareto front (worst scenario: success up, amplification down, p99 down):");
+    let _ = writeln!(text, "{:<10} {:<10} {:<10} {:<9}  candidate", "success", "amplif.", "p99 (s)", "feasible");
+    for e in pareto(&evals) {
+        let _ = writeln!(
+            text,
+            "{:<10} {:<10} {:<10} {:<9}  {}",
+            metric(e, "success_rate"),
+            metric(e, "amplification"),
+            metric(e, "latency_p99_s"),
+            if e.feasible { "yes" } else { "no" },
+            e.overrides.join(" ")
+        );
+    }
+    let Some(best) = winner(&spec, &evals) else {
+        // Infeasible: the candidate closest to feasibility and its worst constraint.
+        let (e, ci, v) = evals
+            .iter()
+            .filter_map(|e| e.violations.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(i, v)| (e, i, *v)))
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+            .expect("at least one candidate");
+        let _ = writeln!(
+            text,
+            "\nno candidate meets every constraint. Closest: {} misses \"{}\" by {:.1}% of its limit on its worst scenario.",
+            e.overrides.join(" "),
+            spec.constraints[ci].text,
+            v * 100.0
+        );
+        print!("{text}");
+        return Ok(EXIT_CHECK_FAILED);
+    };
+    let _ = writeln!(
+        text,
+        "\nwinner: {}\n  worst-case {} = {} (best among feasible candidates); success {}, amplification {}, p99 {} s",
+        best.overrides.join(" "),
+        spec.objective,
+        best.objective.map(|x| format!("{x:.4}")).unwrap_or_default(),
+        metric(best, "success_rate"),
+        metric(best, "amplification"),
+        metric(best, "latency_p99_s")
+    );
+    for (c, v) in spec.constraints.iter().zip(&best.violations) {
+        let _ = writeln!(text, "  {}: met with {:.1}% to spare on the CI bound", c.text, (-v * 100.0).max(0.0));
+    }
+    // The winning policy, as the experiment resolves it with the winner's values.
+    let mut win_sets = sets.clone();
+    win_sets.extend(overrides(&spec, &best.choice));
+    let won = load_experiment(&exp.path, &win_sets)?;
+    let mut policy = policy_at(&won.variants[0], &spec.edge).expect("checked above").clone();
+    let emit = args.emit.clone().unwrap_or_else(|| {
+        args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&exp.path)).join("tuned-policy.toml")
+    });
+    // Named after its file, as the presets are.
+    policy.name = emit.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tuned-policy".into());
+    let mut file = String::new();
+    let _ = writeln!(file, "# Tuned by `retrysim tune {}` for {}.", exp.path.display(), spec.edge);
+    let scen: Vec<String> = spec.scenarios.iter().map(|p| p.display().to_string()).collect();
+    let _ = writeln!(file, "# Scenarios (judged on the worst): {}", scen.join(", "));
+    let _ = writeln!(
+        file,
+        "# Objective: {} {}; constraints on the 95% CI bound: {}",
+        if spec.maximize { "maximize" } else { "minimize" },
+        spec.objective,
+        spec.constraints.iter().map(|c| c.text.clone()).collect::<Vec<_>>().join(", ")
+    );
+    let _ = writeln!(
+        file,
+        "# Reached (worst scenario): success {}, amplification {}, p99 {} s, {} = {}",
+        metric(best, "success_rate"),
+        metric(best, "amplification"),
+        metric(best, "latency_p99_s"),
+        spec.objective,
+        best.objective.map(|x| format!("{x:.4}")).unwrap_or_default()
+    );
+    let _ = writeln!(file, "# Chosen values: {}\n", best.overrides.join(" "));
+    file.push_str(&crate::policy::file::to_toml(&policy));
+    crate::output::write_atomic(&emit, file.as_bytes(), &exp.inputs)?;
+    let _ = writeln!(text, "\nwrote {}", emit.display());
+    print!("{text}");
+    Ok(EXIT_OK)
+}

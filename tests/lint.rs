@@ -1,0 +1,390 @@
+//! `retrysim lint`: one experiment per rule that triggers exactly that rule
+//! (a clean design with one field changed), the clean design itself (no
+//! findings, exit 0), a three-layer design whose worst case is 64, file
+//! attribution for policies given by path, and the output formats.
+
+use retrysim::analysis::lint::{RULES, Severity, Sources, lint, warnings_for_run};
+use retrysim::config::load_experiment;
+use std::path::Path;
+use std::process::Command;
+
+/// A design that passes every rule: one retrying layer with a deadline,
+/// jitter, a budget and a bounded Retry-After; keys checked by durable,
+/// atomic ledgers with leases; the downstream charge keyed by a derived key.
+const CLEAN: &str = r#"
+[experiment]
+name = "clean"
+duration = "10s"
+
+[[clients]]
+name = "web"
+count = 100
+rate = "100/s"
+target = "api"
+operation = "create_order"
+idempotency_key = true
+policy = { max_attempts = 3, per_try_timeout = "500ms", deadline = "3s", retry_on = ["connect_error", "timeout", "503"], max_retry_after = "1s", backoff = { kind = "exponential", base = "100ms", cap = "1s", jitter = "full" }, budget = { kind = "token_bucket" } }
+
+[[operations]]
+name = "create_order"
+idempotent = false
+
+[[services]]
+name = "api"
+workers = 8
+service_time = { dist = "exp", mean = "10ms" }
+commits = "order"
+idempotency = { store = "durable", ttl = "24h", lease = "30s", atomic = true }
+
+[[services.calls]]
+to = "payments"
+key = "derive"
+policy = { max_attempts = 1, per_try_timeout = "1s" }
+
+[[services]]
+name = "payments"
+workers = 8
+service_time = { dist = "exp", mean = "20ms" }
+commits = "charge"
+idempotency = { store = "durable", ttl = "24h", lease = "30s" }
+"#;
+
+/// Runs `retrysim lint` on `toml` (written to a temporary directory) with
+/// extra arguments; returns the exit status, stdout and the JSON report.
+fn lint_cli(toml: &str, extra: &[&str]) -> (i32, String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("exp.toml");
+    std::fs::write(&path, toml).unwrap();
+    let run = |format: &str| {
+        Command::new(env!("CARGO_BIN_EXE_retrysim"))
+            .arg("lint")
+            .arg(&path)
+            .args(extra)
+            .args(["--format", format, "-q"])
+            .output()
+            .unwrap()
+    };
+    let json = run("json");
+    let table = run("table");
+    assert_eq!(json.status.code(), table.status.code());
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}{}", String::from_utf8_lossy(&json.stdout), String::from_utf8_lossy(&json.stderr))
+    });
+    (table.status.code().unwrap(), String::from_utf8(table.stdout).unwrap(), report)
+}
+
+fn rules(report: &serde_json::Value) -> Vec<String> {
+    report["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap().to_string()).collect()
+}
+
+/// Asserts that the clean design with `sets` applied triggers exactly
+/// `rule`, `count` times, with its documented severity and exit status;
+/// returns the findings.
+fn only(rule: &str, count: usize, sets: &[&str]) -> Vec<serde_json::Value> {
+    only_in(CLEAN, rule, count, sets)
+}
+
+/// [`only`] on another experiment text.
+fn only_in(toml: &str, rule: &str, count: usize, sets: &[&str]) -> Vec<serde_json::Value> {
+    let mut extra = Vec::new();
+    for s in sets {
+        extra.push("--set");
+        extra.push(*s);
+    }
+    let (code, table, report) = lint_cli(toml, &extra);
+    let found = rules(&report);
+    assert_eq!(found, vec![rule.to_string(); count], "{sets:?}:\n{table}");
+    let severity = RULES.iter().find(|r| r.id == rule).unwrap().severity;
+    assert_eq!(code, if severity == Severity::Error { 1 } else { 0 }, "{table}");
+    let findings = report["findings"].as_array().unwrap().clone();
+    for f in &findings {
+        assert_eq!(f["severity"], severity.label());
+        for key in ["file", "field", "at", "message", "fix"] {
+            assert!(!f[key].as_str().unwrap().is_empty(), "{key} empty: {f}");
+        }
+        assert!(table.contains(&format!("{:<7}  {rule}  ", severity.label())), "{table}");
+        assert!(table.contains(&format!("fix: {}", f["fix"].as_str().unwrap())), "{table}");
+    }
+    findings
+}
+
+#[test]
+fn a_clean_design_has_no_findings() {
+    let (code, table, report) = lint_cli(CLEAN, &[]);
+    assert_eq!(code, 0, "{table}");
+    assert!(rules(&report).is_empty(), "{table}");
+    assert!(table.starts_with("no findings"), "{table}");
+    assert_eq!(report["schema"], "retrysim.lint/1");
+    assert_eq!(report["passed"], true);
+    let paths = report["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 2);
+    assert_eq!(paths[1]["hops"], serde_json::json!(["web", "api", "payments"]));
+    assert_eq!(paths[1]["worst_case"], 3);
+}
+
+#[test]
+fn unsafe_retry_without_a_key() {
+    let f = only(
+        "unsafe-retry",
+        1,
+        &["clients.web.idempotency_key=false", "clients.web.policy.retry_unknown_without_key=true"],
+    );
+    assert_eq!(f[0]["field"], "clients.web.policy.retry_unknown_without_key");
+    assert_eq!(f[0]["at"], "clients.web");
+    assert!(f[0]["message"].as_str().unwrap().contains("create_order (not idempotent) on api after timeout"));
+}
+
+#[test]
+fn unsafe_retry_with_a_key_nobody_checks() {
+    let api_ledger = r#"idempotency = { store = "durable", ttl = "24h", lease = "30s", atomic = true }"#;
+    assert!(CLEAN.contains(api_ledger));
+    let f = only_in(&CLEAN.replace(api_ledger, ""), "unsafe-retry", 1, &[]);
+    assert!(f[0]["message"].as_str().unwrap().contains("has no idempotency ledger"), "{f:?}");
+    assert_eq!(f[0]["field"], "services.api.idempotency");
+}
+
+#[test]
+fn layered_retries() {
+    let f = only(
+        "layered-retries",
+        1,
+        &[
+            r#"services.api.calls.payments.policy={ max_attempts = 2, per_try_timeout = "200ms", deadline = "1s", retry_on = ["connect_error", "503"], max_retry_after = "300ms", backoff = { kind = "exponential", base = "50ms", jitter = "full" }, budget = { kind = "token_bucket" } }"#,
+        ],
+    );
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(m.contains("web -> api -> payments: 3 x 2 = 6 requests to payments"), "{m}");
+    assert_eq!(f[0]["field"], "services.api.calls.payments.policy.max_attempts");
+}
+
+#[test]
+fn no_jitter_with_many_clients() {
+    let f = only("no-jitter", 1, &["clients.web.policy.backoff.jitter=none"]);
+    assert_eq!(f[0]["field"], "clients.web.policy.backoff.jitter");
+    // One instance cannot synchronise with itself.
+    let (_, _, report) =
+        lint_cli(CLEAN, &["--set", "clients.web.policy.backoff.jitter=none", "--set", "clients.web.count=1"]);
+    assert!(rules(&report).is_empty());
+}
+
+#[test]
+fn no_budget() {
+    let f = only("no-budget", 1, &["clients.web.policy.budget.kind=none"]);
+    assert_eq!(f[0]["field"], "clients.web.policy.budget");
+}
+
+#[test]
+fn retry_after_unbounded() {
+    only("retry-after-unbounded", 1, &["clients.web.policy.max_retry_after=never"]);
+    only("retry-after-unbounded", 1, &["clients.web.policy.max_retry_after=5s"]);
+    // Not obeyed at all: nothing to bound.
+    let (_, _, report) = lint_cli(
+        CLEAN,
+        &["--set", "clients.web.policy.max_retry_after=5s", "--set", "clients.web.policy.respect_retry_after=false"],
+    );
+    assert!(rules(&report).is_empty());
+}
+
+#[test]
+fn attempts_exceed_deadline() {
+    let f = only("attempts-exceed-deadline", 1, &["clients.web.policy.per_try_timeout=2s"]);
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(m.contains("3 attempts x per_try_timeout 2s + waits up to 300ms = 6.3s exceeds the deadline 3s"), "{m}");
+    assert!(m.contains("only 1 attempt(s)"), "{m}");
+}
+
+#[test]
+fn client_errors_in_retry_on() {
+    let f =
+        only("client-error-retried", 1, &[r#"clients.web.policy.retry_on=["connect_error", "timeout", "503", "401"]"#]);
+    assert_eq!(f[0]["field"], "clients.web.policy.retry_on");
+    assert!(f[0]["fix"].as_str().unwrap().contains("remove 401"));
+}
+
+#[test]
+fn ttl_shorter_than_the_retry_window() {
+    let f = only("ttl-shorter-than-retry-window", 1, &["services.api.idempotency.ttl=2s"]);
+    assert_eq!(f[0]["field"], "services.api.idempotency.ttl");
+    assert!(f[0]["message"].as_str().unwrap().contains("can resend a key up to 3s"));
+}
+
+#[test]
+fn ttl_counts_the_retries_of_the_layers_above_a_forwarded_key() {
+    // payments keeps keys 2 s; its own caller never retries, but the web
+    // client resends the intent (and so the derived key) for 3 s.
+    let f = only("ttl-shorter-than-retry-window", 1, &["services.payments.idempotency.ttl=2s"]);
+    assert!(f[0]["message"].as_str().unwrap().contains("services.api.calls.payments can resend a key up to 3s"));
+}
+
+#[test]
+fn memory_ledger() {
+    let f = only("memory-ledger", 1, &["services.api.idempotency.store=memory"]);
+    assert_eq!(f[0]["field"], "services.api.idempotency.store");
+}
+
+#[test]
+fn non_atomic_ledger() {
+    let f = only("non-atomic-ledger", 1, &["services.api.idempotency.atomic=false"]);
+    assert_eq!(f[0]["field"], "services.api.idempotency.atomic");
+}
+
+#[test]
+fn lease_never_or_too_short() {
+    only("lease-too-short", 1, &["services.payments.idempotency.lease=never"]);
+    // p99.9 of exp(20ms) is 138ms.
+    let f = only("lease-too-short", 1, &["services.payments.idempotency.lease=50ms"]);
+    assert!(f[0]["message"].as_str().unwrap().contains("shorter than the slowest execution (138.155ms"), "{f:?}");
+    // api's slowest execution includes its call to payments (up to 1 s).
+    only("lease-too-short", 1, &["services.api.idempotency.lease=500ms"]);
+}
+
+#[test]
+fn unprotected_downstream_effect() {
+    let f = only("unprotected-downstream-effect", 1, &["services.api.calls.payments.key=none"]);
+    assert_eq!(f[0]["field"], "services.api.calls.payments.key");
+    assert!(f[0]["message"].as_str().unwrap().contains("commits \"charge\""));
+    // An outbox with consumer dedup protects it as well.
+    let (_, _, report) = lint_cli(
+        CLEAN,
+        &[
+            "--set",
+            "services.api.calls.payments.key=none",
+            "--set",
+            "services.api.calls.payments.when=outbox",
+            "--set",
+            "services.api.calls.payments.dedup=true",
+        ],
+    );
+    assert!(rules(&report).is_empty());
+}
+
+const THREE_LAYERS: &str = r#"
+[experiment]
+name = "three layers"
+duration = "10s"
+
+[[clients]]
+name = "sdk"
+rate = "10/s"
+target = "gateway"
+operation = "get"
+policy = { max_attempts = 4, deadline = "10s" }
+
+[[operations]]
+name = "get"
+idempotent = true
+
+[[services]]
+name = "gateway"
+service_time = { dist = "const", value = "1ms" }
+[[services.calls]]
+to = "orders"
+policy = { max_attempts = 4, per_try_timeout = "1s" }
+
+[[services]]
+name = "orders"
+service_time = { dist = "const", value = "1ms" }
+[[services.calls]]
+to = "db"
+policy = { max_attempts = 4, per_try_timeout = "200ms" }
+
+[[services]]
+name = "db"
+service_time = { dist = "const", value = "1ms" }
+"#;
+
+#[test]
+fn three_layers_worst_case_is_64() {
+    let (code, table, report) = lint_cli(THREE_LAYERS, &[]);
+    assert_eq!(code, 0, "warnings only: {table}");
+    let worst: Vec<u64> =
+        report["paths"].as_array().unwrap().iter().map(|p| p["worst_case"].as_u64().unwrap()).collect();
+    assert_eq!(worst, [4, 16, 64]);
+    assert!(table.contains("sdk -> gateway -> orders -> db  4 x 4 x 4          64"), "{table}");
+    let layered: Vec<&serde_json::Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["rule"] == "layered-retries").collect();
+    assert_eq!(layered.len(), 1);
+    assert!(
+        layered[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("3 layers retry on sdk -> gateway -> orders -> db: 4 x 4 x 4 = 64")
+    );
+}
+
+#[test]
+fn findings_name_the_policy_file_a_policy_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("policies")).unwrap();
+    std::fs::write(
+        dir.path().join("policies/retry.toml"),
+        "max_attempts = 3\ndeadline = \"3s\"\nmax_retry_after = \"1s\"\n[backoff]\nkind = \"exponential\"\nbase = \"100ms\"\njitter = \"full\"\n",
+    )
+    .unwrap();
+    let exp = CLEAN.replace(
+        r#"policy = { max_attempts = 3, per_try_timeout = "500ms", deadline = "3s", retry_on = ["connect_error", "timeout", "503"], max_retry_after = "1s", backoff = { kind = "exponential", base = "100ms", cap = "1s", jitter = "full" }, budget = { kind = "token_bucket" } }"#,
+        r#"policy = "policies/retry.toml""#,
+    );
+    let path = dir.path().join("exp.toml");
+    std::fs::write(&path, &exp).unwrap();
+    let loaded = load_experiment(&path, &[]).unwrap();
+    let src = retrysim::analysis::lint::sources(&loaded, &loaded.variants[0].variant, &[]);
+    let report = lint(&loaded.variants[0], &src);
+    let f: Vec<_> = report.findings.iter().map(|f| (f.rule, f.file.as_str(), f.field.as_str())).collect();
+    let policy = dir.path().join("policies/retry.toml").display().to_string();
+    assert_eq!(f, [("no-budget", policy.as_str(), "budget")]);
+    // An override of one of its fields makes the experiment the place to fix it.
+    let src = retrysim::analysis::lint::sources(&loaded, "clean", &["clients.web.policy.max_attempts=3".into()]);
+    let report = lint(&loaded.variants[0], &src);
+    assert_eq!(report.findings[0].file, path.display().to_string());
+    assert_eq!(report.findings[0].field, "clients.web.policy.budget");
+}
+
+#[test]
+fn run_gets_one_line_per_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("exp.toml");
+    std::fs::write(&path, CLEAN).unwrap();
+    let clean = load_experiment(&path, &[]).unwrap();
+    assert!(warnings_for_run(&clean.variants[0]).is_empty());
+    let bad = load_experiment(
+        &path,
+        &["clients.web.policy.budget.kind=none".into(), "services.api.idempotency.store=memory".into()],
+    )
+    .unwrap();
+    let lines = warnings_for_run(&bad.variants[0]);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains('\n')));
+    assert!(lines[0].starts_with("lint warning [no-budget] clients.web.policy.budget: "), "{lines:?}");
+    assert!(lines[1].starts_with("lint warning [memory-ledger] services.api.idempotency.store: "), "{lines:?}");
+    let _ = Sources::default();
+}
+
+#[test]
+fn formats_variants_and_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("exp.toml");
+    let with_variants = format!(
+        "{CLEAN}\n[[variants]]\nname = \"as written\"\nset = {{}}\n\n[[variants]]\nname = \"memory\"\nset = {{ \"services.api.idempotency.store\" = \"memory\" }}\n"
+    );
+    std::fs::write(&path, with_variants).unwrap();
+    let cli = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_retrysim")).arg("lint").arg(&path).args(args).output().unwrap();
+        (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (code, out, err) = cli(&["--variant", "memory", "--format", "markdown"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("| severity | rule | file: field | at | finding | fix |"), "{out}");
+    assert!(out.contains("| warning | `memory-ledger` |"), "{out}");
+    assert!(out.contains("| web | web -> api -> payments | 3 x 1 | 3 |"), "{out}");
+    assert!(err.contains("lint of \"memory\": 0 error(s), 1 warning(s)"), "{err}");
+    let (code, out, _) = cli(&["--variant", "memory", "--format", "csv", "-q"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("severity,rule,file,field,at,message,fix\nwarning,memory-ledger,"), "{out}");
+    let (code, _, err) = cli(&["--variant", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("as written, memory"), "{err}");
+    let (code, _, err) = cli(&["--set", "services.api.workers=zero"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(Path::new(&path).exists());
+}
