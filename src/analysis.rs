@@ -2,6 +2,7 @@
 //! that summarise them.
 
 pub mod audit;
+pub mod estimate;
 pub mod lint;
 pub mod precision;
 pub mod replicate;

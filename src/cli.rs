@@ -40,7 +40,7 @@ pub enum Command {
         after_help = "Exit status: 0 every invariant held, 1 one failed (its counterexample trace is printed), 2 bad input.\n\nExample:\n  retrysim audit experiments/crash-recovery.toml"
     )]
     Audit(audit::AuditArgs),
-    /// Static pre-launch checks (DESIGN §6): findings with a fixed severity,
+    /// Static pre-launch checks (docs/lint.md): findings with a fixed severity,
     /// the file, field and fix, and the worst-case amplification of every call path.
     #[command(
         after_help = "Exit status: 0 no error-level finding, 1 at least one, 2 bad input.\n\nExamples:\n  retrysim lint experiments/layered-amplification.toml\n  retrysim lint exp.toml --variant \"one layer\" --format markdown\n  retrysim lint exp.toml --set clients.web.policy.max_attempts=1 --format json"
@@ -140,6 +140,9 @@ pub struct RunArgs {
     /// The most replications --precision may run per variant.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub max_replications: u32,
+    /// Run even when the estimated memory exceeds what is available.
+    #[arg(long)]
+    pub force: bool,
     /// Run only this variant (repeatable).
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,

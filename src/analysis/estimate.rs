@@ -1,0 +1,98 @@
+//! A rough estimate of the work and memory of a run, made before running,
+//! so that a run that would not fit in memory is refused with the numbers
+//! and what to change (unless `--force`).
+
+use crate::config::{ClientMode, Scenario};
+use crate::engine::{NEVER, to_secs_f64};
+
+/// Estimated size of one replication.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub intents: f64,
+    pub events: f64,
+    /// Peak bytes of one run.
+    pub bytes: f64,
+}
+
+/// Estimates one replication of `s`, tracing a fraction `trace` of intents.
+pub fn estimate(s: &Scenario, trace: f64) -> Estimate {
+    let window = to_secs_f64(s.duration);
+    let mut intents = 0.0;
+    let mut peak_in_flight = 0.0;
+    let mut instance_bytes = 0.0;
+    for c in &s.clients {
+        let p = &c.policy;
+        let lifetime = if p.deadline != NEVER {
+            to_secs_f64(p.deadline)
+        } else if p.per_try_timeout != NEVER {
+            to_secs_f64(p.per_try_timeout) * p.max_attempts as f64
+        } else {
+            60.0
+        };
+        let n = match &c.mode {
+            ClientMode::Open(schedule) => {
+                let mut total = 0.0;
+                for (i, &(at, rate)) in schedule.0.iter().enumerate() {
+                    let end = schedule.0.get(i + 1).map_or(s.duration, |n| n.0).min(s.duration);
+                    total += rate * s.load_scale * to_secs_f64(end.saturating_sub(at));
+                    peak_in_flight += rate * s.load_scale * lifetime.min(window);
+                }
+                total
+            }
+            ClientMode::Closed { think_time } => {
+                peak_in_flight += c.count as f64;
+                c.count as f64 * window / think_time.mean_secs().max(1e-3)
+            }
+            ClientMode::Burst { .. } => {
+                peak_in_flight += c.count as f64;
+                c.count as f64
+            }
+        };
+        intents += n;
+        instance_bytes += c.stateful_instances() as f64 * 160.0;
+    }
+    let attempts: f64 = s.clients.iter().map(|c| c.policy.max_attempts as f64).fold(1.0, f64::max);
+    let hops = 1.0 + s.services.iter().map(|sv| sv.calls.len() as f64).sum::<f64>();
+    let events = intents * hops * 5.0 * attempts.min(3.0);
+    let bins = to_secs_f64(s.duration.saturating_add(s.drain_limit)) / to_secs_f64(s.bin);
+    let series = bins.min(1e7) * (96.0 + 40.0 * s.services.len() as f64 + 2_000.0);
+    let in_flight = peak_in_flight * hops * 400.0;
+    let ledgers: f64 = s
+        .services
+        .iter()
+        .filter_map(|sv| sv.ledger)
+        .map(|l| (intents / window.max(1e-9)) * to_secs_f64(l.ttl).min(window + to_secs_f64(s.drain_limit)) * 64.0)
+        .sum();
+    let traced = intents * trace * attempts.min(3.0) * hops * 80.0;
+    Estimate { intents, events, bytes: 8e6 + series + in_flight + ledgers + traced + instance_bytes }
+}
+
+/// Memory available to this process, from /proc/meminfo (Linux), if known.
+pub fn available_bytes() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grows_with_the_trace_and_the_ledger_not_with_intents_alone() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/quickstart.toml");
+        let exp = crate::config::load_experiment(&path, &[]).unwrap();
+        let base = estimate(&exp.variants[0], 0.0);
+        // 600/s for 56 s and 1400/s for 4 s.
+        assert!((base.intents - (600.0 * 56.0 + 1400.0 * 4.0)).abs() < 1.0, "{}", base.intents);
+        let traced = estimate(&exp.variants[0], 1.0);
+        assert!(traced.bytes > base.bytes + base.intents * 50.0);
+        let long = crate::config::load_experiment(&path, &["experiment.duration=600s".into()]).unwrap();
+        let l = estimate(&long.variants[0], 0.0);
+        assert!(
+            l.intents > 9.0 * base.intents && l.bytes < 2.0 * base.bytes + 3e6,
+            "memory must not scale with intents"
+        );
+    }
+}
