@@ -19,13 +19,37 @@ pub fn folder_of(path: &Path) -> PathBuf {
 /// Draws every chart for the run or sweep in `dir` into `out`; returns the
 /// chart names (each written as `.png` and `.svg`).
 pub fn plot_dir(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
-    if dir.join("summary.json").is_file() {
-        run_charts(dir, out)
-    } else if dir.join("sweep.json").is_file() {
-        sweep_charts(dir, out)
-    } else {
-        anyhow::bail!("{}: no summary.json or sweep.json: not the output folder of a run or sweep", dir.display())
+    let modified = |f: &str| std::fs::metadata(dir.join(f)).and_then(|m| m.modified()).ok();
+    match (modified("summary.json"), modified("sweep.json")) {
+        // Both: the newer output is the one this folder is about.
+        (Some(run), Some(sweep)) if sweep > run => sweep_charts(dir, out),
+        (Some(_), _) => run_charts(dir, out),
+        (None, Some(_)) => sweep_charts(dir, out),
+        (None, None) => {
+            anyhow::bail!("{}: no summary.json or sweep.json: not the output folder of a run or sweep", dir.display())
+        }
     }
+}
+
+/// Draws the charts of `path`: a run or sweep folder, or its `summary.json`
+/// or `sweep.json` (which picks the kind when a folder holds both).
+pub fn plot_path(path: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
+    let dir = folder_of(path);
+    match path.file_name().and_then(|n| n.to_str()) {
+        Some("sweep.json") if path.is_file() => sweep_charts(&dir, out),
+        Some("summary.json") if path.is_file() => run_charts(&dir, out),
+        _ => plot_dir(&dir, out),
+    }
+}
+
+/// A sweep value on a numeric axis: a number, a rate (per second) or a
+/// duration (seconds).
+fn axis_value(text: &str) -> Option<f64> {
+    let t = text.trim().trim_matches('"');
+    t.parse::<f64>()
+        .ok()
+        .or_else(|| t.contains('/').then(|| crate::config::units::parse_rate(t).ok()).flatten())
+        .or_else(|| crate::config::units::parse_duration(t).ok().map(crate::engine::to_secs_f64))
 }
 
 fn read_json(path: &Path) -> anyhow::Result<Value> {
@@ -80,7 +104,7 @@ fn mean(v: &Value) -> Option<f64> {
     v.get("mean").and_then(Value::as_f64)
 }
 
-fn run_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
+pub fn run_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
     let summary = read_json(&dir.join("summary.json"))?;
     let variants = summary["variants"].as_array().cloned().unwrap_or_default();
     let names: Vec<String> = variants.iter().map(|v| v["name"].as_str().unwrap_or("").to_string()).collect();
@@ -225,7 +249,7 @@ fn run_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
     Ok(written)
 }
 
-fn sweep_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
+pub fn sweep_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
     let doc = read_json(&dir.join("sweep.json"))?;
     let params = doc["params"].as_array().cloned().unwrap_or_default();
     let key = params.first().and_then(|p| p["key"].as_str()).unwrap_or("point").to_string();
@@ -244,12 +268,7 @@ fn sweep_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
                 .collect()
         })
         .unwrap_or_default();
-    let x_of = |p: &Value, i: usize| -> f64 {
-        p["values"][0][1]
-            .as_str()
-            .and_then(|s| s.trim_end_matches("/s").trim_end_matches("ms").parse().ok())
-            .unwrap_or(i as f64)
-    };
+    let x_of = |p: &Value, i: usize| -> f64 { p["values"][0][1].as_str().and_then(axis_value).unwrap_or(i as f64) };
     let names: Vec<String> = points
         .first()
         .and_then(|p| p["variants"].as_array())
@@ -288,7 +307,7 @@ fn sweep_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
                 .iter()
                 .filter_map(|k| {
                     let v = k["value"].as_str()?;
-                    let x: f64 = v.trim_end_matches("/s").trim_end_matches("ms").parse().ok()?;
+                    let x = axis_value(v)?;
                     let vi = names.iter().position(|n| Some(n.as_str()) == k["variant"].as_str())?;
                     Some((x, format!("knee of {}", names[vi]), vi))
                 })

@@ -257,7 +257,8 @@ pub fn evaluate(
                     .map(|(mean, ci)| {
                         let Some(mean) = mean else { return f64::INFINITY };
                         let (lo, hi) = ci.unwrap_or((mean, mean));
-                        let scale = con.value.abs().max(1e-9);
+                        // Relative to the limit, or absolute for a limit of 0.
+                        let scale = if con.value.abs() < 1e-9 { 1.0 } else { con.value.abs() };
                         match con.op.as_str() {
                             "<=" | "<" => (hi - con.value) / scale,
                             ">=" | ">" => (con.value - lo) / scale,

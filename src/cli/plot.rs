@@ -2,7 +2,7 @@
 //! from a finished run's output folder, without simulating again.
 
 use super::EXIT_OK;
-use crate::charts::{folder_of, plot_dir};
+use crate::charts::folder_of;
 use crate::error::InputError;
 use clap::Args;
 use std::path::PathBuf;
@@ -51,7 +51,7 @@ pub fn run_plot(args: &PlotArgs) -> anyhow::Result<i32> {
     let dir = folder_of(&args.dir);
     check_dir(&dir)?;
     let out = args.out.clone().unwrap_or_else(|| dir.clone());
-    let names = plot_dir(&dir, &out)?;
+    let names = crate::charts::plot_path(&args.dir, &out)?;
     if !args.quiet {
         eprintln!("drew {} charts (PNG and SVG) into {}", names.len(), out.display());
     }
@@ -69,7 +69,7 @@ pub fn run_report(args: &ReportArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    let names = plot_dir(&dir, &dir)?;
+    let names = crate::charts::run_charts(&dir, &dir)?;
     crate::output::report::write_report(&dir, &names)?;
     if !args.quiet {
         eprintln!("wrote {} and {}", dir.join("report.html").display(), dir.join("report.md").display());

@@ -182,7 +182,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     write_atomic(&out.join("faults.csv"), output::timeseries::render_faults(&set)?.as_bytes(), &exp.inputs)?;
 
     if !args.sim.no_plots {
-        crate::charts::plot_dir(&out, &out)?;
+        crate::charts::run_charts(&out, &out)?;
     }
     if let Some(path) = &args.trace {
         write_atomic(path, &output::trace::render_trace(&set)?, &exp.inputs)?;

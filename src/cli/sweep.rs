@@ -184,7 +184,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     write_atomic(&out.join("sweep.json"), doc.to_json()?.as_bytes(), &base.inputs)?;
     write_atomic(&out.join("sweep.csv"), doc.to_csv()?.as_bytes(), &base.inputs)?;
     if !args.sim.no_plots && doc.shard.is_none() {
-        crate::charts::plot_dir(&out, &out)?;
+        crate::charts::sweep_charts(&out, &out)?;
     }
     print_doc(&doc, args.sim.format)?;
     if !args.exp.quiet {
@@ -227,7 +227,7 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     write_atomic(&args.out.join("sweep.json"), merged.to_json()?.as_bytes(), &inputs)?;
     write_atomic(&args.out.join("sweep.csv"), merged.to_csv()?.as_bytes(), &inputs)?;
     if !args.no_plots {
-        crate::charts::plot_dir(&args.out, &args.out)?;
+        crate::charts::sweep_charts(&args.out, &args.out)?;
     }
     if !args.quiet {
         eprintln!("merged {} shards ({} points) into {}", args.dirs.len(), merged.points.len(), args.out.display());

@@ -105,18 +105,36 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     }
     let Some(best) = winner(&spec, &evals) else {
         // Infeasible: the candidate closest to feasibility and its worst constraint.
-        let (e, ci, v) = evals
+        let closest = evals
             .iter()
             .filter_map(|e| e.violations.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(i, v)| (e, i, *v)))
-            .min_by(|a, b| a.2.total_cmp(&b.2))
-            .expect("at least one candidate");
-        let _ = writeln!(
-            text,
-            "\nno candidate meets every constraint. Closest: {} misses \"{}\" by {:.1}% of its limit on its worst scenario.",
-            e.overrides.join(" "),
-            spec.constraints[ci].text,
-            v * 100.0
-        );
+            .min_by(|a, b| a.2.total_cmp(&b.2));
+        match closest {
+            None => {
+                let _ = writeln!(
+                    text,
+                    "\nno candidate has a value for {} in every scenario (for example no disturbance to recover from): nothing to choose from.",
+                    spec.objective
+                );
+            }
+            Some((e, ci, v)) => {
+                let c = &spec.constraints[ci];
+                let by = if !v.is_finite() {
+                    "has no value".to_string()
+                } else if c.value.abs() < 1e-9 {
+                    // A limit of 0: say by how much in the metric's own units.
+                    format!("misses it by {v:.4}")
+                } else {
+                    format!("misses it by {:.1}% of its limit", v * 100.0)
+                };
+                let _ = writeln!(
+                    text,
+                    "\nno candidate meets every constraint. Closest: {} on \"{}\": {by} on its worst scenario.",
+                    e.overrides.join(" "),
+                    c.text
+                );
+            }
+        }
         print!("{text}");
         return Ok(EXIT_CHECK_FAILED);
     };

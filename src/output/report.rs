@@ -99,9 +99,11 @@ pub fn findings(summary: &Value) -> Vec<String> {
                 [("amplification", "amplification", false), ("success_rate", "success", true)]
             {
                 let d = &vs[metric];
-                let (Some(diff), Some(h), Some(b)) =
-                    (mean(d), half(d), variants[0]["metrics"][metric]["mean"].as_f64())
-                else {
+                let base_mean = variants
+                    .iter()
+                    .find(|x| x["name"].as_str() == Some(base))
+                    .and_then(|x| x["metrics"][metric]["mean"].as_f64());
+                let (Some(diff), Some(h), Some(b)) = (mean(d), half(d), base_mean) else {
                     continue;
                 };
                 if d["significant"] != Value::Bool(true) {
