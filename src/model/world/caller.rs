@@ -98,7 +98,12 @@ impl World<'_> {
             self.m.series.at(now).attempts += 1;
         }
         if timeout != NEVER {
-            self.q.schedule_in(timeout, Event::Expire { req });
+            // A full per-try timeout has one length per policy: a FIFO lane.
+            if timeout == self.s.edge_policy(edge).per_try_timeout {
+                self.q.schedule_fixed(timeout, Event::Expire { req });
+            } else {
+                self.q.schedule_in(timeout, Event::Expire { req });
+            }
         }
         let mut lat = self.s.edges[edge].latency.sample(&self.rng, &[purpose::LATENCY_OUT, rkey]);
         let callee = self.s.edges[edge].to;
@@ -118,7 +123,11 @@ impl World<'_> {
                 _ => {}
             }
         }
-        self.q.schedule_in(lat, Event::Reach { req });
+        if matches!(self.s.edges[edge].latency, crate::model::Dist::Const(c) if c == lat) {
+            self.q.schedule_fixed(lat, Event::Reach { req });
+        } else {
+            self.q.schedule_in(lat, Event::Reach { req });
+        }
     }
 
     pub(super) fn on_reply(&mut self, id: Id) {

@@ -90,7 +90,11 @@ impl World<'_> {
         r.executed = true;
         r.row = row;
         r.version = version;
-        self.q.schedule_in(demand, Event::Done { req: id });
+        if matches!(self.s.services[svc].service_time, crate::model::Dist::Const(_)) {
+            self.q.schedule_fixed(demand, Event::Done { req: id });
+        } else {
+            self.q.schedule_in(demand, Event::Done { req: id });
+        }
     }
 
     /// The request's own work is done: account it, then go on with its plan.
@@ -167,6 +171,10 @@ impl World<'_> {
         let r = self.requests.get_mut(id).expect("live");
         r.answer = outcome;
         r.retry_after = retry_after;
-        self.q.schedule_in(lat, Event::Reply { req: id });
+        if matches!(self.s.edges[edge].latency, crate::model::Dist::Const(_)) {
+            self.q.schedule_fixed(lat, Event::Reply { req: id });
+        } else {
+            self.q.schedule_in(lat, Event::Reply { req: id });
+        }
     }
 }
