@@ -31,7 +31,10 @@ fn experiment(
     let backoff = if backoff == "none" {
         "{ kind = \"none\" }".to_string()
     } else {
-        format!("{{ kind = \"{backoff}\", base = \"5ms\", cap = \"200ms\"{} }}", if backoff == "decorrelated" { String::new() } else { format!(", jitter = \"{jitter}\"") })
+        format!(
+            "{{ kind = \"{backoff}\", base = \"5ms\", cap = \"200ms\"{} }}",
+            if backoff == "decorrelated" { String::new() } else { format!(", jitter = \"{jitter}\"") }
+        )
     };
     let budget = if budget { ", budget = { kind = \"token_bucket\" }" } else { "" };
     let load = match mode {
@@ -39,7 +42,11 @@ fn experiment(
         "burst" => "mode = \"burst\"\ncount = 300\nat = \"1s\"".to_string(),
         _ => format!("rate = \"{rate}/s\""),
     };
-    let calls = if downstream { "[[services.calls]]\nto = \"db\"\npolicy = { max_attempts = 2, per_try_timeout = \"50ms\", retry_on = [\"503\", \"timeout\"] }\n" } else { "" };
+    let calls = if downstream {
+        "[[services.calls]]\nto = \"db\"\npolicy = { max_attempts = 2, per_try_timeout = \"50ms\", retry_on = [\"503\", \"timeout\"] }\n"
+    } else {
+        ""
+    };
     format!(
         r#"
 [experiment]
