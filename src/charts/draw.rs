@@ -46,6 +46,8 @@ pub struct Line {
     pub band: Vec<(f64, f64, f64)>,
     /// Drawn thin and grey-ish (a reference such as offered load).
     pub reference: bool,
+    /// Draw the points as dots, not joined.
+    pub dots: bool,
 }
 
 /// A line chart.
@@ -145,6 +147,14 @@ fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) 
     for l in &c.lines {
         let col = if l.reference { RGBColor(120, 120, 120) } else { color(l.color) };
         let width = if l.reference { 2 } else { 3 };
+        if l.dots {
+            let r = if l.reference { 4 } else { 7 };
+            chart
+                .draw_series(l.points.iter().map(|&p| Circle::new(p, r, col.filled())))?
+                .label(l.name.clone())
+                .legend(move |(x, y)| Circle::new((x + 10, y), 5, col.filled()));
+            continue;
+        }
         chart
             .draw_series(LineSeries::new(l.points.iter().copied(), col.stroke_width(width)))?
             .label(l.name.clone())

@@ -46,6 +46,51 @@ fn metric(e: &Evaluated, m: &str) -> String {
     e.worst.iter().find(|w| w.0 == m).and_then(|w| w.1).map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into())
 }
 
+/// The candidates in the (amplification, success) plane: all of them, the
+/// Pareto front and the winner (`<stem>.png` and `.svg`).
+fn pareto_chart(evals: &[Evaluated], best: &Evaluated, stem: &std::path::Path) -> anyhow::Result<()> {
+    use crate::charts::draw::{Chart, Line, LineChart, save};
+    let xy = |e: &Evaluated| {
+        let g = |m: &str| e.worst.iter().find(|w| w.0 == m).and_then(|w| w.1);
+        Some((g("amplification")?, g("success_rate")?))
+    };
+    let mut front: Vec<(f64, f64)> = pareto(evals).into_iter().filter_map(xy).collect();
+    front.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let chart = Chart::Lines(LineChart {
+        title: "Tuning: worst-scenario success versus amplification per candidate".into(),
+        x_label: "amplification (requests per intent at the busiest service)".into(),
+        y_label: "success rate (worst scenario)".into(),
+        lines: vec![
+            Line {
+                name: "candidates".into(),
+                points: evals.iter().filter_map(xy).collect(),
+                reference: true,
+                dots: true,
+                ..Line::default()
+            },
+            Line {
+                name: "Pareto front (success, amplification, p99)".into(),
+                color: 0,
+                points: front,
+                dots: true,
+                ..Line::default()
+            },
+            Line {
+                name: "winner".into(),
+                color: 3,
+                points: xy(best).into_iter().collect(),
+                dots: true,
+                ..Line::default()
+            },
+        ],
+        y_fit: true,
+        ..LineChart::default()
+    });
+    let dir = stem.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    let name = stem.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "pareto".into());
+    save(&chart, &dir, &name)
+}
+
 /// Runs the `tune` command.
 pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     let mut sets = args.exp.sets.clone();
@@ -184,6 +229,11 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     let _ = writeln!(file, "# Chosen values: {}\n", best.overrides.join(" "));
     file.push_str(&crate::policy::file::to_toml(&policy));
     crate::output::write_atomic(&emit, file.as_bytes(), &exp.inputs)?;
+    if !args.sim.no_plots {
+        let dir = emit.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        pareto_chart(&evals, best, &dir.join("pareto"))?;
+        let _ = writeln!(text, "drew {}", dir.join("pareto.png").display());
+    }
     let _ = writeln!(text, "\nwrote {}", emit.display());
     print!("{text}");
     Ok(EXIT_OK)
