@@ -230,7 +230,8 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     file.push_str(&crate::policy::file::to_toml(&policy));
     crate::output::write_atomic(&emit, file.as_bytes(), &exp.inputs)?;
     if !args.sim.no_plots {
-        let dir = emit.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        // Charts go to the output folder, never beside a policy in policies/.
+        let dir = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&exp.path));
         pareto_chart(&evals, best, &dir.join("pareto"))?;
         let _ = writeln!(text, "drew {}", dir.join("pareto.png").display());
     }
