@@ -28,7 +28,7 @@ fn tune(path: &Path, emit: &Path, extra: &[&str]) -> (i32, String) {
         .arg(path)
         .arg("--emit")
         .arg(emit)
-        .args(["--replications", "2", "-q"])
+        .args(if extra.contains(&"--replications") { &["-q"][..] } else { &["--replications", "2", "-q"][..] })
         .args(extra)
         .output()
         .unwrap();
@@ -99,4 +99,22 @@ fn the_same_seed_gives_the_same_winner_with_any_jobs() {
     assert_eq!(tune(&path, &a, &["--jobs", "1"]).0, 0);
     assert_eq!(tune(&path, &b, &["--jobs", "2"]).0, 0);
     assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "the winners differ");
+}
+
+#[test]
+fn successive_halving_finds_the_full_searchs_winner_here() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tune_file(
+        tmp.path(),
+        "max_attempts = [1, 2, 3, 4]\n\"backoff.base\" = [\"50ms\", \"250ms\"]\n\"backoff.jitter\" = [\"none\", \"full\"]",
+        CONSTRAINTS,
+    );
+    std::fs::create_dir_all(tmp.path().join("full")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("halved")).unwrap();
+    let (a, b) = (tmp.path().join("full/tuned.toml"), tmp.path().join("halved/tuned.toml"));
+    assert_eq!(tune(&path, &a, &["--replications", "4"]).0, 0);
+    let (code, out) = tune(&path, &b, &["--replications", "4", "--halving"]);
+    assert_eq!(code, 0, "{out}");
+    let (pa, pb) = (retrysim::config::load_policy_file(&a).unwrap(), retrysim::config::load_policy_file(&b).unwrap());
+    assert_eq!((pa.max_attempts, pa.backoff), (pb.max_attempts, pb.backoff));
 }

@@ -341,3 +341,38 @@ pub fn pareto(evals: &[Evaluated]) -> Vec<&Evaluated> {
     front.sort_by(|a, b| key(a).1.total_cmp(&key(b).1).then(key(b).0.total_cmp(&key(a).0)));
     front
 }
+
+/// Successive halving: evaluate every candidate with 2 replications, keep
+/// the better half (feasible first, then the worst-case objective), double
+/// the replications, and so on until at most 4 candidates are left or the
+/// replications reach `final_reps`; the survivors are then evaluated with
+/// `final_reps`. Returns the final evaluations and the number of runs made.
+pub fn successive_halving(
+    spec: &TuneSpec,
+    cands: &[Vec<usize>],
+    sets: &[String],
+    final_reps: u32,
+    jobs: usize,
+    on_run_done: &(dyn Fn() + Sync),
+) -> anyhow::Result<(Vec<Evaluated>, u64)> {
+    let mut survivors: Vec<Vec<usize>> = cands.to_vec();
+    let mut reps = 2u32.min(final_reps);
+    let mut runs = 0u64;
+    while survivors.len() > 4 && reps < final_reps {
+        let evals = evaluate(spec, &survivors, sets, Some(reps), jobs, on_run_done)?;
+        runs += (survivors.len() * spec.scenarios.len()) as u64 * reps as u64;
+        let mut ranked: Vec<&Evaluated> = evals.iter().collect();
+        ranked.sort_by(|a, b| {
+            let score =
+                |e: &Evaluated| e.objective.map(|x| if spec.maximize { -x } else { x }).unwrap_or(f64::INFINITY);
+            b.feasible.cmp(&a.feasible).then(score(a).total_cmp(&score(b)))
+        });
+        let keep = survivors.len().div_ceil(2);
+        survivors = ranked.into_iter().take(keep).map(|e| e.choice.clone()).collect();
+        survivors.sort();
+        reps *= 2;
+    }
+    let evals = evaluate(spec, &survivors, sets, Some(final_reps), jobs, on_run_done)?;
+    runs += (survivors.len() * spec.scenarios.len()) as u64 * final_reps as u64;
+    Ok((evals, runs))
+}

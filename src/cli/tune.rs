@@ -2,7 +2,9 @@
 //! why the winner won, and emit the winner as a policy file.
 
 use super::{EXIT_CHECK_FAILED, EXIT_OK, ExperimentArgs, SimArgs};
-use crate::analysis::tune::{Evaluated, TuneSpec, candidates, evaluate, overrides, pareto, parse_spec, winner};
+use crate::analysis::tune::{
+    Evaluated, TuneSpec, candidates, evaluate, overrides, pareto, parse_spec, successive_halving, winner,
+};
 use crate::config::{Scenario, load_experiment};
 use crate::error::InputError;
 use crate::policy::Policy;
@@ -26,6 +28,10 @@ pub struct TuneArgs {
     /// Replications per candidate and scenario (overrides each scenario's own).
     #[arg(long, value_name = "N")]
     pub replications: Option<u32>,
+    /// Successive halving: screen every candidate with 2 replications and
+    /// give the full replications only to the better half, round by round.
+    #[arg(long)]
+    pub halving: bool,
 }
 
 /// The policy an override key such as `clients.web.policy` or
@@ -116,7 +122,12 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
         * args.replications.unwrap_or(exp.variants[0].replications) as u64;
     let bar = super::run::progress_bar(runs, args.exp.quiet);
     let started = std::time::Instant::now();
-    let evals = evaluate(&spec, &cands, &sets, args.replications, args.sim.jobs.unwrap_or(0), &|| bar.inc(1))?;
+    let evals = if args.halving {
+        let final_reps = args.replications.unwrap_or(exp.variants[0].replications).max(2);
+        successive_halving(&spec, &cands, &sets, final_reps, args.sim.jobs.unwrap_or(0), &|| bar.inc(1))?.0
+    } else {
+        evaluate(&spec, &cands, &sets, args.replications, args.sim.jobs.unwrap_or(0), &|| bar.inc(1))?
+    };
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
 
