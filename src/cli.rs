@@ -100,7 +100,7 @@ pub struct SimArgs {
     /// Seed (overrides experiment.seed).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Output folder [default: `out/<experiment-stem>/`].
+    /// Output folder (default: `out/<experiment-stem>/`; a sweep adds `sweep/`).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// What to print on stdout.
