@@ -1,6 +1,7 @@
 //! Per-run collection: streaming counters, an HDR latency histogram and the
 //! per-bin time series. Memory does not grow with the number of intents.
 
+pub mod bin_latency;
 pub mod latency;
 pub mod recovery;
 pub mod run;

@@ -1,6 +1,6 @@
 //! The per-bin time series of one run (DESIGN §5 `timeseries.csv`).
 
-use super::LatencyHistogram;
+use super::bin_latency::BinLatency;
 use crate::engine::{Nanos, to_secs_f64};
 
 /// Counters of one time bin.
@@ -13,7 +13,7 @@ pub struct BinRow {
     /// Intents that ended `ok`.
     pub goodput: u64,
     /// Latency of the intents that ended `ok` in this bin.
-    pub latency: Option<Box<LatencyHistogram>>,
+    pub latency: Option<BinLatency>,
     /// Per service: ∫ queue length dt (ns).
     pub queue_area: Vec<f64>,
     /// Per service: ∫ busy workers dt (ns).
@@ -82,7 +82,7 @@ impl TimeSeries {
     pub fn record_success(&mut self, t: Nanos, latency: Nanos) {
         let row = self.at(t);
         row.goodput += 1;
-        row.latency.get_or_insert_with(|| Box::new(LatencyHistogram::with_precision(2))).record(latency);
+        row.latency.get_or_insert_with(BinLatency::default).record(latency);
     }
 
     /// Makes sure bins exist up to time `end`.
