@@ -15,8 +15,14 @@ pub fn from_secs_f64(secs: f64) -> Nanos {
     if secs.is_nan() || secs <= 0.0 {
         return 0;
     }
-    let ns = (secs * NANOS_PER_SEC).round();
-    if ns >= NEVER as f64 { NEVER } else { ns as Nanos }
+    let ns = secs * NANOS_PER_SEC;
+    if ns >= NEVER as f64 {
+        return NEVER;
+    }
+    // `f64::round` (half away from zero) without a libm call: the
+    // subtraction is exact for a non-negative value and its integer part.
+    let whole = ns as Nanos;
+    if ns - whole as f64 >= 0.5 { whole + 1 } else { whole }
 }
 
 /// Converts nanoseconds to seconds.
@@ -34,5 +40,9 @@ mod tests {
         assert_eq!(from_secs_f64(-1.0), 0);
         assert_eq!(from_secs_f64(1e30), NEVER);
         assert_eq!(to_secs_f64(1_500_000_000), 1.5);
+        // Ties round away from zero, as f64::round does.
+        for x in [0.5e-9, 1.5e-9, 2.5e-9, 0.49999999999999994e-9, 1234.56789e-9, 3.7] {
+            assert_eq!(from_secs_f64(x), (x * NANOS_PER_SEC).round() as Nanos, "{x}");
+        }
     }
 }

@@ -1,12 +1,15 @@
-//! A compact latency histogram for one time bin: log-spaced buckets 2%
-//! wide from 1 µs to about two hours, enough for the bin's p99 and 7× smaller
-//! than a full HDR histogram.
+//! A compact latency histogram for one time bin: 32 buckets per doubling
+//! (about 2% wide) from 1 µs to about 12 days, read off the bits of the
+//! value (no logarithm), enough for the bin's p99 and 6× smaller than a
+//! full HDR histogram.
 
 use crate::engine::Nanos;
 
 const MIN_NS: f64 = 1_000.0;
-const GROWTH: f64 = 1.02;
-const BUCKETS: usize = 1152;
+/// Sub-buckets per doubling.
+const SUB: usize = 32;
+const OCTAVES: usize = 40;
+const BUCKETS: usize = SUB * OCTAVES;
 
 /// Counts of successful intents' latencies in one bin.
 #[derive(Clone, Debug)]
@@ -21,9 +24,22 @@ impl Default for BinLatency {
     }
 }
 
+/// The bucket of a latency: the binary exponent of ns/1 µs and the top 5
+/// bits of its mantissa.
+#[inline]
 fn bucket(ns: Nanos) -> usize {
     let x = (ns as f64).max(MIN_NS) / MIN_NS;
-    ((x.ln() / GROWTH.ln()) as usize).min(BUCKETS - 1)
+    let bits = x.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as usize - 1023;
+    let mantissa = ((bits >> (52 - 5)) & 0x1f) as usize;
+    (exponent * SUB + mantissa).min(BUCKETS - 1)
+}
+
+/// The lower and upper bound of bucket `b`, in nanoseconds.
+fn bounds(b: usize) -> (f64, f64) {
+    let (e, m) = ((b / SUB) as i32, (b % SUB) as f64);
+    let base = MIN_NS * 2f64.powi(e);
+    (base * (1.0 + m / SUB as f64), base * (1.0 + (m + 1.0) / SUB as f64))
 }
 
 impl BinLatency {
@@ -45,8 +61,8 @@ impl BinLatency {
         for (b, &c) in self.counts.iter().enumerate() {
             seen += c as u64;
             if seen >= rank {
-                let lo = MIN_NS * GROWTH.powi(b as i32);
-                return Some(lo * (1.0 + GROWTH) / 2.0 / 1e9);
+                let (lo, hi) = bounds(b);
+                return Some((lo + hi) / 2.0 / 1e9);
             }
         }
         None
@@ -65,6 +81,11 @@ mod tests {
         }
         let p99 = h.quantile_s(0.99).unwrap();
         assert!((p99 / 0.990 - 1.0).abs() < 0.02, "{p99}");
+        // Buckets tile the axis: every value falls in its own bucket's bounds.
+        for ns in [1_000u64, 1_500, 999_999, 1_000_000, 123_456_789, 86_400_000_000_000] {
+            let (lo, hi) = bounds(bucket(ns));
+            assert!(lo <= ns as f64 && (ns as f64) < hi, "{ns} not in [{lo}, {hi})");
+        }
         assert_eq!(BinLatency::default().quantile_s(0.5), None);
         let mut one = BinLatency::default();
         one.record(3_000_000_000_000);
