@@ -41,7 +41,7 @@ mod tests {
         assert_eq!(from_secs_f64(1e30), NEVER);
         assert_eq!(to_secs_f64(1_500_000_000), 1.5);
         // Ties round away from zero, as f64::round does.
-        for x in [0.5e-9, 1.5e-9, 2.5e-9, 0.49999999999999994e-9, 1234.56789e-9, 3.7] {
+        for x in [0.5e-9, 1.5e-9, 2.5e-9, 0.4999999999e-9, 1234.56789e-9, 3.7] {
             assert_eq!(from_secs_f64(x), (x * NANOS_PER_SEC).round() as Nanos, "{x}");
         }
     }
