@@ -1,45 +1,44 @@
-//! The pending-event set: a binary heap ordered by (time, sequence number).
+//! The pending-event set: a binary min-heap ordered by (time, sequence
+//! number), plus first-in-first-out lanes for fixed delays.
 //!
 //! Events scheduled for the same instant come out in the order they were
 //! scheduled, so a run is reproducible whatever the events are.
 
 use super::clock::Nanos;
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
+#[derive(Clone, Copy)]
 struct Entry<E> {
     time: Nanos,
     seq: u64,
     event: E,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+impl<E> Entry<E> {
+    /// Whether `self` comes out before `other`.
+    #[inline(always)]
+    fn before(&self, other: &Self) -> bool {
+        (self.time, self.seq) < (other.time, other.seq)
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Entry<E> {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed: the heap is a max-heap and the earliest event must win.
-        (other.time, other.seq).cmp(&(self.time, self.seq))
-    }
+
+/// Where the earliest pending event is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Heap,
+    Lane(usize),
 }
 
 /// A deterministic future-event list with its clock.
 ///
-/// Besides the heap it keeps one FIFO lane per fixed delay: events
-/// scheduled with [`EventQueue::schedule_fixed`] with the same delay become
-/// due in the order they were scheduled, so they need no heap operation
-/// (per-try timeouts of one length, constant latencies). The order of
-/// events is exactly (time, sequence) either way.
+/// The heap is a plain binary min-heap that moves a hole instead of
+/// swapping entries. Besides the heap it keeps one FIFO lane per fixed
+/// delay: events scheduled with [`EventQueue::schedule_fixed`] with the
+/// same delay become due in the order they were scheduled, so they need no
+/// heap operation (per-try timeouts of one length, constant latencies).
+/// The order of events is exactly (time, sequence) either way.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    heap: Vec<Entry<E>>,
     lanes: Vec<(Nanos, VecDeque<Entry<E>>)>,
     next_seq: u64,
     now: Nanos,
@@ -55,7 +54,7 @@ impl<E: Copy> Default for EventQueue<E> {
 impl<E: Copy> EventQueue<E> {
     /// An empty queue at time 0.
     pub fn new() -> Self {
-        Self { heap: BinaryHeap::with_capacity(1024), lanes: Vec::new(), next_seq: 0, now: 0, popped: 0 }
+        Self { heap: Vec::with_capacity(1024), lanes: Vec::new(), next_seq: 0, now: 0, popped: 0 }
     }
 
     /// The current simulated time: the time of the last event popped.
@@ -70,7 +69,7 @@ impl<E: Copy> EventQueue<E> {
         let time = time.max(self.now);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, event });
+        self.heap_push(Entry { time, seq, event });
     }
 
     /// Schedules `event` after `delay` from now (saturating).
@@ -85,39 +84,50 @@ impl<E: Copy> EventQueue<E> {
     pub fn schedule_fixed(&mut self, delay: Nanos, event: E) {
         const MAX_LANES: usize = 8;
         let time = self.now.saturating_add(delay);
-        let seq = self.next_seq;
         let lane = match self.lanes.iter().position(|(d, _)| *d == delay) {
             Some(i) => i,
             None if self.lanes.len() < MAX_LANES => {
-                self.lanes.push((delay, VecDeque::new()));
+                self.lanes.push((delay, VecDeque::with_capacity(256)));
                 self.lanes.len() - 1
             }
             None => return self.schedule_at(time, event),
         };
+        let seq = self.next_seq;
         self.next_seq += 1;
         self.lanes[lane].1.push_back(Entry { time, seq, event });
     }
 
-    /// The lane whose head is due before the heap's top, if any.
+    /// Where the earliest pending event is, and its time.
     #[inline]
-    fn earliest_lane(&self) -> Option<usize> {
-        let mut best: Option<(usize, (Nanos, u64))> = self.heap.peek().map(|e| (usize::MAX, (e.time, e.seq)));
+    fn earliest(&self) -> Option<(Source, Nanos)> {
+        let mut best: Option<(Source, &Entry<E>)> = self.heap.first().map(|e| (Source::Heap, e));
         for (i, (_, lane)) in self.lanes.iter().enumerate() {
             if let Some(e) = lane.front()
-                && best.is_none_or(|(_, k)| (e.time, e.seq) < k)
+                && best.is_none_or(|(_, b)| e.before(b))
             {
-                best = Some((i, (e.time, e.seq)));
+                best = Some((Source::Lane(i), e));
             }
         }
-        best.and_then(|(i, _)| (i != usize::MAX).then_some(i))
+        best.map(|(s, e)| (s, e.time))
     }
 
     /// Removes the earliest event and advances the clock to its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let entry = match self.earliest_lane() {
-            Some(i) => self.lanes[i].1.pop_front().expect("non-empty lane"),
-            None => self.heap.pop()?,
+        self.pop_if(|_| true)
+    }
+
+    /// Removes the earliest event and advances the clock to its time, if
+    /// `due(time)` holds for its time; otherwise leaves the queue as it is.
+    #[inline]
+    pub fn pop_if(&mut self, due: impl FnOnce(Nanos) -> bool) -> Option<(Nanos, E)> {
+        let (source, time) = self.earliest()?;
+        if !due(time) {
+            return None;
+        }
+        let entry = match source {
+            Source::Heap => self.heap_pop(),
+            Source::Lane(i) => self.lanes[i].1.pop_front().expect("non-empty lane"),
         };
         self.now = entry.time;
         self.popped += 1;
@@ -126,11 +136,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// The time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Nanos> {
-        let lanes = self.lanes.iter().filter_map(|(_, l)| l.front().map(|e| e.time)).min();
-        match (self.heap.peek().map(|e| e.time), lanes) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.earliest().map(|(_, t)| t)
     }
 
     /// Number of pending events.
@@ -146,6 +152,52 @@ impl<E: Copy> EventQueue<E> {
     /// Number of events popped so far.
     pub fn events_processed(&self) -> u64 {
         self.popped
+    }
+
+    /// Adds `entry` to the heap: a hole moves up from the end until the
+    /// parent comes first.
+    #[inline]
+    fn heap_push(&mut self, entry: Entry<E>) {
+        let h = &mut self.heap;
+        let mut hole = h.len();
+        h.push(entry);
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if !entry.before(&h[parent]) {
+                break;
+            }
+            h[hole] = h[parent];
+            hole = parent;
+        }
+        h[hole] = entry;
+    }
+
+    /// Removes the heap's root (the heap must not be empty): the last entry
+    /// fills the hole the root leaves, moving down past smaller children.
+    #[inline]
+    fn heap_pop(&mut self) -> Entry<E> {
+        let h = &mut self.heap;
+        let last = h.pop().expect("non-empty heap");
+        let Some(&root) = h.first() else {
+            return last;
+        };
+        let n = h.len();
+        let mut hole = 0;
+        loop {
+            let left = 2 * hole + 1;
+            if left >= n {
+                break;
+            }
+            let right = left + 1;
+            let child = if right < n && h[right].before(&h[left]) { right } else { left };
+            if !h[child].before(&last) {
+                break;
+            }
+            h[hole] = h[child];
+            hole = child;
+        }
+        h[hole] = last;
+        root
     }
 }
 
@@ -199,6 +251,44 @@ mod tests {
         }
         assert_eq!(out_a, out_b);
         assert!(a.is_empty());
+    }
+
+    #[test]
+    fn heap_matches_a_sorted_reference() {
+        // Random interleavings of pushes and pops, with many equal times,
+        // against a list kept sorted by (time, sequence).
+        let mut rng = crate::engine::Stream::from_state(11);
+        let mut q = EventQueue::new();
+        let mut reference: Vec<(Nanos, u64)> = Vec::new();
+        let mut seq = 0u64;
+        for _ in 0..20_000 {
+            if rng.next_word() % 5 < 3 {
+                let t = q.now() + rng.next_word() % 50;
+                q.schedule_at(t, seq);
+                reference.push((t, seq));
+                seq += 1;
+            } else {
+                reference.sort();
+                let expected = (!reference.is_empty()).then(|| reference.remove(0));
+                assert_eq!(q.pop(), expected);
+            }
+        }
+        reference.sort();
+        let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(rest, reference);
+    }
+
+    #[test]
+    fn pop_if_leaves_events_that_are_not_due() {
+        let mut q = EventQueue::new();
+        q.schedule_at(10, 'a');
+        q.schedule_fixed(20, 'b');
+        assert_eq!(q.pop_if(|t| t < 10), None);
+        assert_eq!((q.now(), q.len()), (0, 2));
+        assert_eq!(q.pop_if(|t| t <= 10), Some((10, 'a')));
+        assert_eq!(q.pop_if(|t| t < 20), None);
+        assert_eq!(q.pop_if(|t| t <= 30), Some((20, 'b')));
+        assert!(q.is_empty());
     }
 
     #[test]

@@ -383,13 +383,14 @@ impl<'s> World<'s> {
     /// Processes events until everything has finished or the drain limit.
     pub fn run(mut self) -> RunResult {
         let stop = self.s.duration.saturating_add(self.s.drain_limit);
-        while let Some(t) = self.q.peek_time() {
+        let duration = self.s.duration;
+        loop {
             // Past the arrival window with every intent settled, what is left
             // are stale timeouts: the run is over.
-            if t > stop || (t >= self.s.duration && self.intents.is_empty() && self.writes.is_empty()) {
+            let settled = self.intents.is_empty() && self.writes.is_empty();
+            let Some((_, ev)) = self.q.pop_if(|t| t <= stop && !(t >= duration && settled)) else {
                 break;
-            }
-            let (_, ev) = self.q.pop().expect("peeked");
+            };
             match ev {
                 Event::Arrival { client, instance } => self.on_arrival(client as usize, instance),
                 Event::Reach { req } => self.on_reach(req),
