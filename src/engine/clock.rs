@@ -21,9 +21,19 @@ pub fn from_secs_f64(secs: f64) -> Nanos {
     }
     // `f64::round` (half away from zero) without a libm call: the
     // subtraction is exact for a non-negative value and its integer part.
+    // Below 2^63 the signed conversions (one instruction each on x86-64)
+    // give the same integers as the unsigned ones.
+    if ns < I64_LIMIT {
+        let whole = ns as i64;
+        let rounded = if ns - whole as f64 >= 0.5 { whole + 1 } else { whole };
+        return rounded as Nanos;
+    }
     let whole = ns as Nanos;
     if ns - whole as f64 >= 0.5 { whole + 1 } else { whole }
 }
+
+/// 2^63 as a float: the first value a signed 64-bit integer cannot hold.
+const I64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
 
 /// Converts nanoseconds to seconds.
 pub fn to_secs_f64(ns: Nanos) -> f64 {
@@ -41,7 +51,7 @@ mod tests {
         assert_eq!(from_secs_f64(1e30), NEVER);
         assert_eq!(to_secs_f64(1_500_000_000), 1.5);
         // Ties round away from zero, as f64::round does.
-        for x in [0.5e-9, 1.5e-9, 2.5e-9, 0.4999999999e-9, 1234.56789e-9, 3.7] {
+        for x in [0.5e-9, 1.5e-9, 2.5e-9, 0.4999999999e-9, 1234.56789e-9, 3.7, 9.3e9, 1.8e10] {
             assert_eq!(from_secs_f64(x), (x * NANOS_PER_SEC).round() as Nanos, "{x}");
         }
     }

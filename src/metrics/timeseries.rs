@@ -28,12 +28,15 @@ pub struct TimeSeries {
     bin: Nanos,
     services: usize,
     rows: Vec<BinRow>,
+    /// The bin last looked up and its span [start, end): most lookups hit it.
+    current: usize,
+    current_span: (Nanos, Nanos),
 }
 
 impl TimeSeries {
     /// An empty series with bins of `bin` for `services` services.
     pub fn new(bin: Nanos, services: usize) -> Self {
-        Self { bin, services, rows: Vec::new() }
+        Self { bin, services, rows: Vec::new(), current: 0, current_span: (0, 0) }
     }
 
     /// The bin width.
@@ -49,7 +52,19 @@ impl TimeSeries {
     /// The row of the bin containing `t`, created on demand.
     #[inline]
     pub fn at(&mut self, t: Nanos) -> &mut BinRow {
+        let (start, end) = self.current_span;
+        if start <= t && t < end {
+            return &mut self.rows[self.current];
+        }
+        self.at_other_bin(t)
+    }
+
+    /// [`TimeSeries::at`] for a bin other than the last one looked up.
+    fn at_other_bin(&mut self, t: Nanos) -> &mut BinRow {
         let i = (t / self.bin) as usize;
+        let start = i as Nanos * self.bin;
+        self.current = i;
+        self.current_span = (start, start.saturating_add(self.bin));
         if i >= self.rows.len() {
             let services = self.services;
             self.rows.resize_with(i + 1, || BinRow {
@@ -69,9 +84,10 @@ impl TimeSeries {
         }
         let mut t = from;
         while t < to {
-            let end = ((t / self.bin) + 1).saturating_mul(self.bin).min(to);
+            self.at(t);
+            let end = self.current_span.1.min(to);
             let dt = (end - t) as f64;
-            let row = self.at(t);
+            let row = &mut self.rows[self.current];
             row.queue_area[s] += queue_len as f64 * dt;
             row.busy_area[s] += busy as f64 * dt;
             t = end;
