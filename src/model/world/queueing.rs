@@ -20,7 +20,12 @@ impl World<'_> {
                 capacity *= c;
             }
         }
-        (self.s.services[svc].workers as f64 * capacity).floor() as u32
+        // Truncation is the floor of a non-negative product, without a libm call.
+        if capacity == 1.0 {
+            self.s.services[svc].workers
+        } else {
+            (self.s.services[svc].workers as f64 * capacity) as u32
+        }
     }
 
     /// Takes a token from the service's rate limiter; false when empty.
