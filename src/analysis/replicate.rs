@@ -65,17 +65,18 @@ pub fn run_ranges(
 ) -> anyhow::Result<RunSet> {
     let tasks: Vec<(usize, u32)> =
         ranges.iter().enumerate().flat_map(|(v, range)| range.clone().map(move |r| (v, r))).collect();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
-    let results: Vec<RunResult> = pool.install(|| {
-        tasks
-            .par_iter()
-            .map(|&(v, r)| {
-                let result = simulate_with(&scenarios[v], r, options);
-                on_run_done();
-                result
-            })
-            .collect()
-    });
+    let run = |&(v, r): &(usize, u32)| {
+        let result = simulate_with(&scenarios[v], r, options);
+        on_run_done();
+        result
+    };
+    // One job or one run: no thread pool to start (the results are the same).
+    let results: Vec<RunResult> = if jobs == 1 || tasks.len() <= 1 {
+        tasks.iter().map(run).collect()
+    } else {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
+        pool.install(|| tasks.par_iter().map(run).collect())
+    };
     let mut variants: Vec<VariantRuns> =
         scenarios.iter().map(|s| VariantRuns { scenario: s.clone(), runs: Vec::new() }).collect();
     for ((v, _), result) in tasks.into_iter().zip(results) {

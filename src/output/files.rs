@@ -5,7 +5,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a
-/// reader never sees a half-written file. Refuses to write over any of
+/// reader never sees a half-written file. The file is not flushed to disk
+/// (no `fsync`): the rename makes it atomic for other programs and against
+/// an interruption, not durable against a power cut. Refuses to write over any of
 /// `inputs` (the experiment and policy files that were read).
 pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> anyhow::Result<()> {
     if let Ok(target) = path.canonicalize() {
@@ -21,7 +23,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> anyhow::Re
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
     f.write_all(bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.sync_all().ok();
     drop(f);
     std::fs::rename(&tmp, path).with_context(|| format!("cannot move {} into place", path.display()))?;
     Ok(())
