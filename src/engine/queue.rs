@@ -80,7 +80,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Schedules `event` after the fixed `delay`: events with the same delay
     /// keep a FIFO lane instead of going through the heap.
-    #[inline]
+    #[inline(always)]
     pub fn schedule_fixed(&mut self, delay: Nanos, event: E) {
         const MAX_LANES: usize = 8;
         let time = self.now.saturating_add(delay);
