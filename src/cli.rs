@@ -150,6 +150,7 @@ pub struct RunArgs {
 
 /// Parses the command line, runs the command and returns the exit status.
 pub fn main() -> i32 {
+    crate::interrupt::install();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -170,6 +171,10 @@ pub fn main() -> i32 {
     };
     match result {
         Ok(code) => code,
+        Err(e) if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() => {
+            eprintln!("{e}");
+            crate::interrupt::EXIT_INTERRUPTED
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             EXIT_BAD_INPUT

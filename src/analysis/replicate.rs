@@ -77,6 +77,8 @@ pub fn run_ranges(
         let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
         pool.install(|| tasks.par_iter().map(run).collect())
     };
+    // Runs cut short by Ctrl-C are not results.
+    crate::interrupt::check()?;
     let mut variants: Vec<VariantRuns> =
         scenarios.iter().map(|s| VariantRuns { scenario: s.clone(), runs: Vec::new() }).collect();
     for ((v, _), result) in tasks.into_iter().zip(results) {

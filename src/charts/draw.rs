@@ -279,7 +279,8 @@ pub fn save(chart: &Chart, dir: &Path, stem: &str) -> anyhow::Result<()> {
     register_font();
     std::fs::create_dir_all(dir)?;
     let tmp_png = dir.join(format!(".{stem}.tmp-{}.png", std::process::id()));
-    {
+    let drawn = (|| -> anyhow::Result<()> {
+        crate::interrupt::check()?;
         let root = BitMapBackend::new(&tmp_png, SIZE).into_drawing_area();
         match chart {
             Chart::Lines(c) => draw_lines(&root, c),
@@ -287,6 +288,12 @@ pub fn save(chart: &Chart, dir: &Path, stem: &str) -> anyhow::Result<()> {
         }
         .map_err(|e| anyhow::anyhow!("drawing {stem}.png: {e}"))?;
         root.present().map_err(|e| anyhow::anyhow!("writing {stem}.png: {e}"))?;
+        // Ctrl-C while drawing: the file is not moved into place.
+        Ok(crate::interrupt::check()?)
+    })();
+    if let Err(e) = drawn {
+        let _ = std::fs::remove_file(&tmp_png);
+        return Err(e);
     }
     std::fs::rename(&tmp_png, dir.join(format!("{stem}.png")))?;
     let mut svg = String::new();

@@ -38,6 +38,8 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<i32> {
         })?,
     };
     let findings = audit(scenario);
+    // Probes cut short by Ctrl-C prove nothing.
+    crate::interrupt::check()?;
     let failed = findings.iter().filter(|f| !f.passed()).count();
     match args.sim.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&json(&findings))?),

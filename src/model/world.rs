@@ -50,6 +50,9 @@ mod purpose {
     pub const SCOPE: u64 = 25;
 }
 
+/// Events between two looks at the interrupt flag.
+const INTERRUPT_POLL: u64 = 1 << 16;
+
 /// The `instance` of an open-loop arrival: drawn when the intent arrives.
 const OPEN: u32 = u32::MAX;
 
@@ -385,6 +388,10 @@ impl<'s> World<'s> {
         let stop = self.s.duration.saturating_add(self.s.drain_limit);
         let duration = self.s.duration;
         loop {
+            // Ctrl-C: stop early; the caller reports the run as interrupted.
+            if self.q.events_processed() % INTERRUPT_POLL == 0 && crate::interrupt::requested() {
+                break;
+            }
             // Past the arrival window with every intent settled, what is left
             // are stale timeouts: the run is over.
             let settled = self.intents.is_empty() && self.writes.is_empty();

@@ -21,9 +21,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> anyhow::Re
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create the output folder {}", dir.display()))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    crate::interrupt::check()?;
     let mut f = std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+    let written = f.write_all(bytes);
     drop(f);
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", tmp.display()));
+    }
+    // Ctrl-C while writing: the file is not moved into place.
+    if crate::interrupt::requested() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(crate::interrupt::Interrupted.into());
+    }
     std::fs::rename(&tmp, path).with_context(|| format!("cannot move {} into place", path.display()))?;
     Ok(())
 }
