@@ -389,7 +389,7 @@ impl<'s> World<'s> {
         let duration = self.s.duration;
         loop {
             // Ctrl-C: stop early; the caller reports the run as interrupted.
-            if self.q.events_processed() % INTERRUPT_POLL == 0 && crate::interrupt::requested() {
+            if self.q.events_processed().is_multiple_of(INTERRUPT_POLL) && crate::interrupt::requested() {
                 break;
             }
             // Past the arrival window with every intent settled, what is left
