@@ -172,8 +172,11 @@ impl<E: Copy> EventQueue<E> {
         h[hole] = entry;
     }
 
-    /// Removes the heap's root (the heap must not be empty): the last entry
-    /// fills the hole the root leaves, moving down past smaller children.
+    /// Removes the heap's root (the heap must not be empty). The hole the
+    /// root leaves moves down along the earlier child to the bottom, then
+    /// the last entry fills it and moves up to its place: one comparison
+    /// per level on the way down, and the last entry usually belongs near
+    /// the bottom.
     #[inline]
     fn heap_pop(&mut self) -> Entry<E> {
         let h = &mut self.heap;
@@ -183,18 +186,26 @@ impl<E: Copy> EventQueue<E> {
         };
         let n = h.len();
         let mut hole = 0;
-        loop {
-            let left = 2 * hole + 1;
-            if left >= n {
-                break;
-            }
-            let right = left + 1;
-            let child = if right < n && h[right].before(&h[left]) { right } else { left };
-            if !h[child].before(&last) {
-                break;
+        let mut child = 1;
+        while child + 1 < n {
+            if h[child + 1].before(&h[child]) {
+                child += 1;
             }
             h[hole] = h[child];
             hole = child;
+            child = 2 * hole + 1;
+        }
+        if child < n {
+            h[hole] = h[child];
+            hole = child;
+        }
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if !last.before(&h[parent]) {
+                break;
+            }
+            h[hole] = h[parent];
+            hole = parent;
         }
         h[hole] = last;
         root
