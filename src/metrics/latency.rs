@@ -41,6 +41,16 @@ impl LatencyHistogram {
         (self.count() > 0).then(|| to_secs_f64(self.hist.value_at_quantile(q)))
     }
 
+    /// The quantiles `qs` (ascending) in seconds, in one pass over the
+    /// buckets; empty when nothing was recorded.
+    pub fn quantiles_s(&self, qs: &[f64]) -> Vec<f64> {
+        if self.count() == 0 {
+            return Vec::new();
+        }
+        debug_assert!(qs.is_sorted(), "quantiles must be ascending");
+        self.hist.value_at_quantiles(qs.iter().copied()).map(to_secs_f64).collect()
+    }
+
     /// The exact mean in seconds, `None` when empty.
     pub fn mean_s(&self) -> Option<f64> {
         (self.count() > 0).then(|| self.sum_ns as f64 / self.count() as f64 / 1e9)
@@ -67,5 +77,10 @@ mod tests {
         assert!((p99 - 0.990).abs() < 0.001, "{p99}");
         assert!((h.mean_s().unwrap() - 0.5005).abs() < 1e-9);
         assert_eq!(LatencyHistogram::default().quantile_s(0.5), None);
+        let qs = [0.01, 0.5, 0.99, 0.999, 1.0];
+        let one_pass = h.quantiles_s(&qs);
+        let each: Vec<f64> = qs.iter().map(|&q| h.quantile_s(q).unwrap()).collect();
+        assert_eq!(one_pass, each);
+        assert!(LatencyHistogram::default().quantiles_s(&qs).is_empty());
     }
 }

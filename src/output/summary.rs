@@ -87,8 +87,8 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
                 }
                 latency.merge(&r.latency);
             }
-            let latency_cdf =
-                cdf_quantiles().into_iter().filter_map(|q| latency.quantile_s(q).map(|x| (q, x))).collect();
+            let qs = cdf_quantiles();
+            let latency_cdf = qs.iter().copied().zip(latency.quantiles_s(&qs)).collect();
             let policy: Vec<&str> = s.clients.iter().map(|c| c.policy.name.as_str()).collect();
             VariantSummary {
                 name: s.variant.clone(),
