@@ -11,8 +11,9 @@
 # Usage: bash benches/peer/compare.sh
 # Environment:
 #   REPEAT=3          timed runs of each tool; the best is kept
-#   DURATION=60       arrival window in seconds (the scenario has 60; 600
-#                     shows the speed-up once start-up costs no longer count)
+#   DURATIONS="60 600"  arrival windows in seconds, each timed and checked
+#                     (the scenario has 60; at 600 start-up costs matter less)
+#   DURATION=...      one arrival window instead of DURATIONS
 #   CHECK_TIMEOUT=60  also check agreement with this per-try timeout in ms,
 #                     where timeouts and wasted work do happen (empty: skip)
 #   PYTHON=python3
@@ -22,7 +23,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 REPEAT="${REPEAT:-3}"
-DURATION="${DURATION:-60}"
+DURATIONS="${DURATION:-${DURATIONS:-60 600}}"
 CHECK_TIMEOUT="${CHECK_TIMEOUT-60}"
 PYTHON="${PYTHON:-python3}"
 scenario="$here/scenario.toml"
@@ -111,40 +112,51 @@ sys.exit(0 if ok else 1)
 EOF
 }
 
-echo "scenario: $scenario (arrivals for ${DURATION} s), best of $REPEAT runs each"
-rs_times=(); py_times=()
-for ((i = 1; i <= REPEAT; i++)); do
-  rs_times+=("$(run_retrysim "$work/rs")")
-  py_times+=("$(run_simpy "$work/simpy.txt")")
-done
-rs_best="$(best "${rs_times[@]}")"
-py_best="$(best "${py_times[@]}")"
-retrysim_metrics "$work/rs" >"$work/rs.txt"
-
-echo
-fmt() { printf '%.3f ' "$@"; }
-echo "retrysim (wall times, s: $(fmt "${rs_times[@]}"))"
-sed 's/^/  /' "$work/rs.txt"
-printf '  %-19s %.3f   (whole process, best run)\n' wall_process_s "$rs_best"
-echo "SimPy $("$PYTHON" -c 'import simpy; print(simpy.__version__)') (wall times, s: $(fmt "${py_times[@]}"))"
-sed 's/^/  /' "$work/simpy.txt"
-printf '  %-19s %.3f   (whole process, best run; wall_s above: the simulation alone, last run)\n' wall_process_s "$py_best"
-echo
-printf 'speed-up (SimPy wall time / retrysim wall time): %.1fx\n' "$(echo "$py_best / $rs_best" | bc -l)"
-echo
-
 status=0
-echo "agreement:"
-agree "per-try timeout 200ms" "$work/rs.txt" "$work/simpy.txt" || status=1
+summary=()
+for DURATION in $DURATIONS; do
+  echo "scenario: $scenario (arrivals for ${DURATION} s), best of $REPEAT runs each"
+  rs_times=(); py_times=()
+  for ((i = 1; i <= REPEAT; i++)); do
+    rs_times+=("$(run_retrysim "$work/rs")")
+    py_times+=("$(run_simpy "$work/simpy.txt")")
+  done
+  rs_best="$(best "${rs_times[@]}")"
+  py_best="$(best "${py_times[@]}")"
+  retrysim_metrics "$work/rs" >"$work/rs.txt"
+
+  echo
+  fmt() { printf '%.3f ' "$@"; }
+  echo "retrysim (wall times, s: $(fmt "${rs_times[@]}"))"
+  sed 's/^/  /' "$work/rs.txt"
+  printf '  %-19s %.3f   (whole process, best run)\n' wall_process_s "$rs_best"
+  echo "SimPy $("$PYTHON" -c 'import simpy; print(simpy.__version__)') (wall times, s: $(fmt "${py_times[@]}"))"
+  sed 's/^/  /' "$work/simpy.txt"
+  printf '  %-19s %.3f   (whole process, best run; wall_s above: the simulation alone, last run)\n' wall_process_s "$py_best"
+  echo
+  ratio="$(printf '%.1f' "$(echo "$py_best / $rs_best" | bc -l)")"
+  printf 'speed-up at %s s (SimPy wall time / retrysim wall time): %sx\n' "$DURATION" "$ratio"
+  summary+=("$(printf '%6s s of arrivals: retrysim %.3f s, SimPy %.3f s, %sx' "$DURATION" "$rs_best" "$py_best" "$ratio")")
+  echo
+
+  echo "agreement:"
+  agree "${DURATION} s, per-try timeout 200ms" "$work/rs.txt" "$work/simpy.txt" || status=1
+  echo
+done
+
 if [[ -n "$CHECK_TIMEOUT" ]]; then
+  DURATION="${DURATIONS%% *}"
   run_retrysim "$work/rs2" --set "clients.web.policy.per_try_timeout=${CHECK_TIMEOUT}ms" >/dev/null
   retrysim_metrics "$work/rs2" >"$work/rs2.txt"
   run_simpy "$work/simpy2.txt" --per-try-timeout "$(echo "$CHECK_TIMEOUT / 1000" | bc -l)" >/dev/null
-  agree "per-try timeout ${CHECK_TIMEOUT}ms" "$work/rs2.txt" "$work/simpy2.txt" || status=1
+  agree "${DURATION} s, per-try timeout ${CHECK_TIMEOUT}ms" "$work/rs2.txt" "$work/simpy2.txt" || status=1
   printf '  per-try timeout %sms: wasted_fraction     retrysim %s  simpy %s  (not checked)\n' "$CHECK_TIMEOUT" \
     "$(awk '$1 == "wasted_fraction" {print $2}' "$work/rs2.txt")" \
     "$(awk '$1 == "wasted_fraction" {print $2}' "$work/simpy2.txt")"
+  echo
 fi
+echo "speed-up, whole processes, best of $REPEAT:"
+printf '  %s\n' "${summary[@]}"
 if [[ $status -ne 0 ]]; then
   echo "retrysim and SimPy DISAGREE beyond sampling noise (see above)" >&2
 else
