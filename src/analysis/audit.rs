@@ -287,7 +287,7 @@ fn ttl_findings(s: &Scenario) -> Vec<Finding> {
 pub fn audit(base: &Scenario) -> Vec<Finding> {
     let mut findings = ttl_findings(base);
     for probe in probes(base) {
-        let run = simulate_with(&probe.scenario, 0, RunOptions { trace_fraction: 1.0 });
+        let run = simulate_with(&probe.scenario, 0, RunOptions { trace_fraction: 1.0, lean: false });
         for check in &probe.checks {
             let (failure, trace) = match check.judge(&run) {
                 None => (None, Vec::new()),

@@ -2,17 +2,30 @@
 //! so that a run that would not fit in memory is refused with the numbers
 //! and what to change (unless `--force`).
 
+use crate::InputError;
 use crate::config::{ClientMode, Scenario};
 use crate::engine::{NEVER, to_secs_f64};
+use crate::model::RunOptions;
 
 /// Estimated size of one replication.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
     pub intents: f64,
     pub events: f64,
-    /// Peak bytes of one run.
+    /// Peak bytes of one run while it runs.
     pub bytes: f64,
+    /// Bytes its result keeps until the outputs are written (time series,
+    /// latency histogram, trace, metrics).
+    pub kept: f64,
+    /// The same for a lean run (metrics only; see [`RunOptions::lean`]).
+    pub kept_lean: f64,
 }
+
+/// Bytes of one time-series bin: counters, per-service areas and the bin's
+/// latency buckets (4.6 KB).
+const BIN_BYTES: f64 = 4_800.0;
+/// Bytes of a run's latency histogram (1 µs to 1 day, 3 digits).
+const HISTOGRAM_BYTES: f64 = 230e3;
 
 /// Estimates one replication of `s`, tracing a fraction `trace` of intents.
 pub fn estimate(s: &Scenario, trace: f64) -> Estimate {
@@ -20,6 +33,7 @@ pub fn estimate(s: &Scenario, trace: f64) -> Estimate {
     let mut intents = 0.0;
     let mut peak_in_flight = 0.0;
     let mut instance_bytes = 0.0;
+    let mut longest_lifetime: f64 = 0.0;
     for c in &s.clients {
         let p = &c.policy;
         let lifetime = if p.deadline != NEVER {
@@ -29,6 +43,7 @@ pub fn estimate(s: &Scenario, trace: f64) -> Estimate {
         } else {
             60.0
         };
+        longest_lifetime = longest_lifetime.max(lifetime);
         let n = match &c.mode {
             ClientMode::Open(schedule) => {
                 let mut total = 0.0;
@@ -54,8 +69,11 @@ pub fn estimate(s: &Scenario, trace: f64) -> Estimate {
     let attempts: f64 = s.clients.iter().map(|c| c.policy.max_attempts as f64).fold(1.0, f64::max);
     let hops = 1.0 + s.services.iter().map(|sv| sv.calls.len() as f64).sum::<f64>();
     let events = intents * hops * 5.0 * attempts.min(3.0);
-    let bins = to_secs_f64(s.duration.saturating_add(s.drain_limit)) / to_secs_f64(s.bin);
-    let series = bins.min(1e7) * (96.0 + 40.0 * s.services.len() as f64 + 2_000.0);
+    // The series ends when the last intent does: at most the drain limit,
+    // usually within a lifetime (twice, for backoffs) after the window.
+    let tail = to_secs_f64(s.drain_limit).min(2.0 * longest_lifetime);
+    let bins = (window + tail) / to_secs_f64(s.bin);
+    let series = bins.min(1e7) * (BIN_BYTES + 40.0 * s.services.len() as f64);
     let in_flight = peak_in_flight * hops * 400.0;
     let ledgers: f64 = s
         .services
@@ -64,7 +82,50 @@ pub fn estimate(s: &Scenario, trace: f64) -> Estimate {
         .map(|l| (intents / window.max(1e-9)) * to_secs_f64(l.ttl).min(window + to_secs_f64(s.drain_limit)) * 64.0)
         .sum();
     let traced = intents * trace * attempts.min(3.0) * hops * 80.0;
-    Estimate { intents, events, bytes: 8e6 + series + in_flight + ledgers + traced + instance_bytes }
+    // Metric maps: the headline metrics, and per edge, service and effect.
+    let parts = (s.edges.len() + s.services.len() + s.effect_kinds.len()) as f64;
+    let kept_lean = 4e3 + 2e3 * parts;
+    Estimate {
+        intents,
+        events,
+        bytes: 8e6 + series + HISTOGRAM_BYTES + in_flight + ledgers + traced + instance_bytes,
+        kept: kept_lean + series + HISTOGRAM_BYTES + traced,
+        kept_lean,
+    }
+}
+
+/// Refuses `runs` runs of `variants` (the largest counts) on `jobs`
+/// threads when their estimated memory exceeds 80% of what is available:
+/// runs in progress hold their peak, finished runs what their results keep.
+/// `what` names the command in the message.
+pub fn check_fits(
+    what: &str,
+    variants: &[Scenario],
+    options: RunOptions,
+    jobs: usize,
+    runs: u64,
+    force: bool,
+) -> Result<(), InputError> {
+    let parallel = if jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { jobs } as f64;
+    let estimates: Vec<Estimate> = variants.iter().map(|v| estimate(v, options.trace_fraction)).collect();
+    let peak = estimates.iter().map(|e| e.bytes).fold(0.0, f64::max);
+    let kept = estimates.iter().map(|e| if options.lean { e.kept_lean } else { e.kept }).fold(0.0, f64::max);
+    let held = peak * parallel.min(runs as f64) + kept * runs as f64;
+    match available_bytes() {
+        Some(avail) if held > 0.8 * avail && !force => Err(InputError::file(
+            what,
+            format!(
+                "estimated {:.1} GB of memory ({runs} runs: {:.0} MB per run while it runs, {:.2} MB per run kept until the outputs are written) but {:.1} GB is available: use fewer --jobs, replications{}, a coarser experiment.bin{}, or --force",
+                held / 1e9,
+                peak / 1e6,
+                kept / 1e6,
+                avail / 1e9,
+                if options.lean { " or sweep points" } else { "" },
+                if options.trace_fraction > 0.0 { ", a smaller --trace-sample" } else { "" },
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Memory available to this process, from /proc/meminfo (Linux), if known.

@@ -86,6 +86,25 @@ fn range_values(lo: &str, hi: &str, n: usize) -> Result<Vec<String>, String> {
 
 /// The grid: every combination of the params' values, the first param
 /// varying slowest. Each point is a list of `KEY=VALUE` overrides.
+/// The most points a sweep's grid may have.
+pub const MAX_GRID_POINTS: u64 = 1_000_000;
+
+/// The number of points of the grid of `params`, without building it.
+pub fn grid_size(params: &[Param]) -> u64 {
+    params.iter().fold(1u64, |n, p| n.saturating_mul(p.values.len() as u64))
+}
+
+/// The number of the first `points` grid indices that fall in `shard`.
+pub fn shard_size(points: u64, shard: Option<(usize, usize)>) -> u64 {
+    match shard {
+        None => points,
+        Some((k, n)) => {
+            let (k, n) = (k as u64, n as u64);
+            points / n + u64::from(points % n >= k)
+        }
+    }
+}
+
 pub fn grid(params: &[Param]) -> Vec<Vec<(String, String)>> {
     let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for p in params {
@@ -180,6 +199,16 @@ mod tests {
         assert_eq!(g[1], vec![("a".to_string(), "1".to_string()), ("b".to_string(), "y".to_string())]);
         let shard2: Vec<usize> = (0..6).filter(|&i| in_shard(i, Some((2, 3)))).collect();
         assert_eq!(shard2, vec![1, 4]);
+        assert_eq!(grid_size(&[parse_param("a=1,2").unwrap(), parse_param("b=x,y,z").unwrap()]), 6);
+        for points in 0..20u64 {
+            for n in 1..6usize {
+                for k in 1..=n {
+                    let counted = (0..points as usize).filter(|&i| in_shard(i, Some((k, n)))).count() as u64;
+                    assert_eq!(shard_size(points, Some((k, n))), counted, "{points} points, shard {k}/{n}");
+                }
+            }
+            assert_eq!(shard_size(points, None), points);
+        }
         assert!(parse_shard("0/3").is_err() && parse_shard("4/3").is_err());
         let k = Knee::parse("success_rate>=0.99").unwrap();
         assert!(k.holds(0.99) && !k.holds(0.98));

@@ -224,7 +224,9 @@ pub fn evaluate(
             scenarios.push(exp.variants.into_iter().next().expect("an experiment has a variant"));
         }
     }
-    let set = run_all_with(&scenarios, replications, jobs, RunOptions::default(), on_run_done)?;
+    // Only the metrics count: lean runs keep the memory flat in candidates.
+    let set =
+        run_all_with(&scenarios, replications, jobs, RunOptions { lean: true, ..RunOptions::default() }, on_run_done)?;
     let k = spec.scenarios.len();
     let mut out = Vec::new();
     for (ci, c) in cands.iter().enumerate() {

@@ -31,38 +31,6 @@ pub fn progress_bar(total: u64, quiet: bool) -> indicatif::ProgressBar {
     bar
 }
 
-/// Refuses a run whose estimated memory exceeds what is available.
-fn check_fits(
-    variants: &[crate::config::Scenario],
-    trace: f64,
-    jobs: usize,
-    runs: u64,
-    force: bool,
-) -> anyhow::Result<()> {
-    use crate::analysis::estimate::{available_bytes, estimate};
-    let parallel = if jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { jobs } as f64;
-    let per_run = variants.iter().map(|v| estimate(v, trace).bytes).fold(0.0, f64::max);
-    // Runs in parallel hold their state at once; traced runs keep theirs until the end.
-    let held = if trace > 0.0 { per_run * runs as f64 } else { per_run * parallel.min(runs as f64) };
-    if let Some(avail) = available_bytes()
-        && held > 0.8 * avail
-        && !force
-    {
-        return Err(InputError::file(
-            "run",
-            format!(
-                "estimated {:.1} GB of memory ({:.0} MB per run{}) but {:.1} GB is available: use fewer --jobs or replications, a coarser experiment.bin, a smaller --trace-sample, or --force",
-                held / 1e9,
-                per_run / 1e6,
-                if trace > 0.0 { ", traces kept for every run" } else { "" },
-                avail / 1e9
-            ),
-        )
-        .into());
-    }
-    Ok(())
-}
-
 /// The line saying whether `--precision` was reached.
 fn precision_line(p: Option<&(f64, crate::analysis::precision::PrecisionOutcome)>) -> String {
     use crate::analysis::precision::PrecisionOutcome;
@@ -127,9 +95,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    let options = RunOptions { trace_fraction: if args.trace.is_some() { args.trace_sample } else { 0.0 } };
+    let options =
+        RunOptions { trace_fraction: if args.trace.is_some() { args.trace_sample } else { 0.0 }, lean: false };
     let runs: u64 = exp.variants.iter().map(|v| v.replications as u64).sum();
-    check_fits(&exp.variants, options.trace_fraction, jobs, runs, args.force)?;
+    crate::analysis::estimate::check_fits("run", &exp.variants, options, jobs, runs, args.force)?;
     let bar = progress_bar(runs, args.exp.quiet);
     let (set, precision) = match args.precision {
         None => (run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?, None),

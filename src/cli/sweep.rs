@@ -1,7 +1,9 @@
 //! `retrysim sweep` and `retrysim merge`.
 
 use super::{EXIT_OK, ExperimentArgs, Format, SimArgs};
-use crate::analysis::sweep::{Knee, Param, grid, in_shard, parse_param, parse_shard};
+use crate::analysis::sweep::{
+    Knee, MAX_GRID_POINTS, Param, grid, grid_size, in_shard, parse_param, parse_shard, shard_size,
+};
 use crate::analysis::{RunSet, run_all_with};
 use crate::config::{Scenario, load_experiment};
 use crate::engine::random::hash_words;
@@ -37,6 +39,9 @@ pub struct SweepArgs {
     /// Sweep only this variant (repeatable).
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
+    /// Run even when the estimated memory exceeds what is available.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `retrysim merge`.
@@ -103,6 +108,34 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         .map(|v| v.variant.clone())
         .filter(|n| args.variants.is_empty() || args.variants.contains(n))
         .collect();
+    let size = grid_size(&params);
+    if size > MAX_GRID_POINTS {
+        let counts: Vec<String> = params.iter().map(|p| p.values.len().to_string()).collect();
+        return Err(InputError::file(
+            "--param",
+            format!(
+                "the grid has {} = {size} points; at most {MAX_GRID_POINTS}: use fewer values, or split the grid into separate sweeps",
+                counts.join(" x ")
+            ),
+        )
+        .into());
+    }
+    // Before building and loading the points: the base experiment's runs times the points.
+    let mine_count = shard_size(size, shard);
+    let base_runs: u64 = base
+        .variants
+        .iter()
+        .filter(|v| args.variants.is_empty() || args.variants.contains(&v.variant))
+        .map(|v| v.replications as u64)
+        .sum();
+    crate::analysis::estimate::check_fits(
+        "sweep",
+        &base.variants,
+        RunOptions { lean: true, ..RunOptions::default() },
+        args.sim.jobs.unwrap_or(0),
+        base_runs * mine_count,
+        args.force,
+    )?;
     let points = grid(&params);
     // Load every point of this shard (each may fail on a bad value).
     let mut scenarios: Vec<Scenario> = Vec::new();
@@ -135,7 +168,9 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     let runs: u64 = scenarios.iter().map(|s| s.replications as u64).sum();
     let bar = super::run::progress_bar(runs, args.exp.quiet);
     let started = std::time::Instant::now();
-    let set = run_all_with(&scenarios, None, args.sim.jobs.unwrap_or(0), RunOptions::default(), &|| bar.inc(1))?;
+    // A sweep keeps one summary per point: lean runs keep memory flat in points.
+    let options = RunOptions { lean: true, ..RunOptions::default() };
+    let set = run_all_with(&scenarios, None, args.sim.jobs.unwrap_or(0), options, &|| bar.inc(1))?;
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
     let first = &base.variants[0];

@@ -24,6 +24,12 @@ impl LatencyHistogram {
         Self { hist, sum_ns: 0 }
     }
 
+    /// An empty histogram that holds almost no memory, for results that
+    /// keep only their metrics (it reads as empty; merging it adds nothing).
+    pub fn unallocated() -> Self {
+        Self { hist: Histogram::new(1).expect("a 1-digit histogram is valid"), sum_ns: 0 }
+    }
+
     /// Records one latency (values outside the range are clamped).
     #[inline]
     pub fn record(&mut self, ns: Nanos) {

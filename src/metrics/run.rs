@@ -276,3 +276,13 @@ pub struct RunResult {
     /// Events processed.
     pub events: u64,
 }
+
+impl RunResult {
+    /// Drops what only the outputs of a single `run` use (the time series,
+    /// the latency histogram and the trace), keeping the metrics.
+    pub fn drop_detail(&mut self) {
+        self.series = TimeSeries::new(self.series.bin(), 0);
+        self.latency = LatencyHistogram::unallocated();
+        self.trace = Vec::new();
+    }
+}

@@ -252,6 +252,10 @@ struct EdgeState {
 pub struct RunOptions {
     /// Fraction of intents whose attempts are traced (0 = no trace).
     pub trace_fraction: f64,
+    /// Keep only the metrics of the finished run: drop its time series,
+    /// latency histogram and trace (sweeps and tune summarise thousands of
+    /// runs and need none of them, so their memory does not grow with runs).
+    pub lean: bool,
 }
 
 /// The state of one run.
@@ -277,7 +281,11 @@ pub fn simulate(scenario: &Scenario, replication: u32) -> RunResult {
 
 /// Runs replication `replication` of `scenario` with `options`.
 pub fn simulate_with(scenario: &Scenario, replication: u32, options: RunOptions) -> RunResult {
-    World::new(scenario, replication, options).run()
+    let mut result = World::new(scenario, replication, options).run();
+    if options.lean {
+        result.drop_detail();
+    }
+    result
 }
 
 impl<'s> World<'s> {
