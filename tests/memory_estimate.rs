@@ -34,7 +34,7 @@ fn a_run_that_would_not_fit_in_memory_is_refused_with_the_estimate_and_what_to_c
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, 2, "{err}");
-    for needle in ["estimated", "GB of memory", "80000 runs", "available", "experiment.bin", "--force"] {
+    for needle in ["estimated", "TB of memory", "80000 runs", "available", "experiment.bin", "--force"] {
         assert!(err.contains(needle), "missing {needle:?} in: {err}");
     }
     assert!(!out.exists(), "a refused run writes nothing");

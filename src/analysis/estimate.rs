@@ -115,16 +115,27 @@ pub fn check_fits(
         Some(avail) if held > 0.8 * avail && !force => Err(InputError::file(
             what,
             format!(
-                "estimated {:.1} GB of memory ({runs} runs: {:.0} MB per run while it runs, {:.2} MB per run kept until the outputs are written) but {:.1} GB is available: use fewer --jobs, replications{}, a coarser experiment.bin{}, or --force",
-                held / 1e9,
-                peak / 1e6,
-                kept / 1e6,
-                avail / 1e9,
+                "estimated {} of memory ({runs} runs: {} per run while it runs, {} per run kept until the outputs are written) but {} is available: use fewer --jobs, replications{}, a coarser experiment.bin{}, or --force",
+                human_bytes(held),
+                human_bytes(peak),
+                human_bytes(kept),
+                human_bytes(avail),
                 if options.lean { " or sweep points" } else { "" },
                 if options.trace_fraction > 0.0 { ", a smaller --trace-sample" } else { "" },
             ),
         )),
         _ => Ok(()),
+    }
+}
+
+/// `bytes` in kB, MB, GB or TB, or in scientific notation beyond.
+pub fn human_bytes(bytes: f64) -> String {
+    match bytes {
+        b if b < 1e6 => format!("{:.1} kB", b / 1e3),
+        b if b < 1e9 => format!("{:.1} MB", b / 1e6),
+        b if b < 1e12 => format!("{:.1} GB", b / 1e9),
+        b if b < 1e15 => format!("{:.1} TB", b / 1e12),
+        b => format!("{b:.1e} bytes"),
     }
 }
 
@@ -139,6 +150,15 @@ pub fn available_bytes() -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_read_in_sensible_units() {
+        assert_eq!(human_bytes(4_000.0), "4.0 kB");
+        assert_eq!(human_bytes(65e6), "65.0 MB");
+        assert_eq!(human_bytes(24.5e9), "24.5 GB");
+        assert_eq!(human_bytes(3.12e12), "3.1 TB");
+        assert_eq!(human_bytes(3.7e300), "3.7e300 bytes");
+    }
 
     #[test]
     fn grows_with_the_trace_and_the_ledger_not_with_intents_alone() {
