@@ -112,7 +112,8 @@ pub fn check_fits(
     let kept = estimates.iter().map(|e| if options.lean { e.kept_lean } else { e.kept }).fold(0.0, f64::max);
     let held = peak * parallel.min(runs as f64) + kept * runs as f64;
     match available_bytes() {
-        Some(avail) if held > 0.8 * avail && !force => Err(InputError::file(
+        // A NaN estimate (from absurd inputs) is refused too.
+        Some(avail) if (held.is_nan() || held > 0.8 * avail) && !force => Err(InputError::file(
             what,
             format!(
                 "estimated {} of memory ({runs} runs: {} per run while it runs, {} per run kept until the outputs are written) but {} is available: use fewer --jobs, replications{}, a coarser experiment.bin{}, or --force",
