@@ -71,6 +71,27 @@ fn a_sweep_that_would_not_fit_is_refused_before_it_loads_its_points() {
 }
 
 #[test]
+fn a_tune_that_would_not_fit_is_refused() {
+    let tune = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/tune-sdk.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let emit = dir.path().join("tuned.toml");
+    let (code, err) = retrysim(&[
+        "tune",
+        tune,
+        "--candidates",
+        "100000000",
+        "--replications",
+        "100000",
+        "-q",
+        "--emit",
+        emit.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("tune: estimated") && err.contains("tune candidates") && err.contains("--force"), "{err}");
+    assert!(!emit.exists());
+}
+
+#[test]
 fn lean_runs_keep_the_same_metrics_and_drop_the_detail() {
     let exp = load_experiment(Path::new(QUICKSTART), &[]).unwrap();
     let s = &exp.variants[3];

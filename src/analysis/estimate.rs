@@ -121,7 +121,7 @@ pub fn check_fits(
                 human_bytes(peak),
                 human_bytes(kept),
                 human_bytes(avail),
-                if options.lean { " or sweep points" } else { "" },
+                if options.lean { ", sweep points or tune candidates" } else { "" },
                 if options.trace_fraction > 0.0 { ", a smaller --trace-sample" } else { "" },
             ),
         )),

@@ -7,6 +7,7 @@ use crate::analysis::tune::{
 };
 use crate::config::{Scenario, load_experiment};
 use crate::error::InputError;
+use crate::model::RunOptions;
 use crate::policy::Policy;
 use clap::Args;
 use std::fmt::Write as _;
@@ -32,6 +33,9 @@ pub struct TuneArgs {
     /// give the full replications only to the better half, round by round.
     #[arg(long)]
     pub halving: bool,
+    /// Run even when the estimated memory exceeds what is available.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The policy an override key such as `clients.web.policy` or
@@ -120,6 +124,13 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     let runs = cands.len() as u64
         * spec.scenarios.len() as u64
         * args.replications.unwrap_or(exp.variants[0].replications) as u64;
+    // Memory: every candidate's runs of the judged scenarios, as loaded here.
+    let mut judged = Vec::new();
+    for path in &spec.scenarios {
+        judged.extend(load_experiment(path, &sets)?.variants.into_iter().take(1));
+    }
+    let lean = RunOptions { lean: true, ..RunOptions::default() };
+    crate::analysis::estimate::check_fits("tune", &judged, lean, args.sim.jobs.unwrap_or(0), runs, args.force)?;
     let bar = super::run::progress_bar(runs, args.exp.quiet);
     let started = std::time::Instant::now();
     let evals = if args.halving {
