@@ -96,7 +96,7 @@ fn lean_runs_keep_the_same_metrics_and_drop_the_detail() {
     let exp = load_experiment(Path::new(QUICKSTART), &[]).unwrap();
     let s = &exp.variants[3];
     let full = simulate_with(s, 1, RunOptions::default());
-    let lean = simulate_with(s, 1, RunOptions { lean: true, ..RunOptions::default() });
+    let lean = simulate_with(s, 1, RunOptions::metrics_only());
     assert_eq!(format!("{:?}", full.metrics), format!("{:?}", lean.metrics));
     assert_eq!(format!("{:?}", full.edges), format!("{:?}", lean.edges));
     assert!(full.series.rows().len() > 60 && full.latency.count() > 10_000);

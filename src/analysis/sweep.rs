@@ -84,8 +84,6 @@ fn range_values(lo: &str, hi: &str, n: usize) -> Result<Vec<String>, String> {
     Ok(steps(a as f64, b as f64).map(|ns| format!("{}ms", number(ns / 1e6))).collect())
 }
 
-/// The grid: every combination of the params' values, the first param
-/// varying slowest. Each point is a list of `KEY=VALUE` overrides.
 /// The most points a sweep's grid may have.
 pub const MAX_GRID_POINTS: u64 = 1_000_000;
 
@@ -105,6 +103,8 @@ pub fn shard_size(points: u64, shard: Option<(usize, usize)>) -> u64 {
     }
 }
 
+/// The grid: every combination of the params' values, the first param
+/// varying slowest. Each point is a list of `KEY=VALUE` overrides.
 pub fn grid(params: &[Param]) -> Vec<Vec<(String, String)>> {
     let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for p in params {

@@ -225,8 +225,7 @@ pub fn evaluate(
         }
     }
     // Only the metrics count: lean runs keep the memory flat in candidates.
-    let set =
-        run_all_with(&scenarios, replications, jobs, RunOptions { lean: true, ..RunOptions::default() }, on_run_done)?;
+    let set = run_all_with(&scenarios, replications, jobs, RunOptions::metrics_only(), on_run_done)?;
     let k = spec.scenarios.len();
     let mut out = Vec::new();
     for (ci, c) in cands.iter().enumerate() {

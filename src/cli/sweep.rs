@@ -120,6 +120,9 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
+    // A sweep keeps one summary per point: runs that keep only their metrics
+    // keep memory flat in points.
+    let options = RunOptions::metrics_only();
     // Before building and loading the points: the base experiment's runs times the points.
     let mine_count = shard_size(size, shard);
     let base_runs: u64 = base
@@ -131,7 +134,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     crate::analysis::estimate::check_fits(
         "sweep",
         &base.variants,
-        RunOptions { lean: true, ..RunOptions::default() },
+        options,
         args.sim.jobs.unwrap_or(0),
         base_runs * mine_count,
         args.force,
@@ -168,8 +171,6 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     let runs: u64 = scenarios.iter().map(|s| s.replications as u64).sum();
     let bar = super::run::progress_bar(runs, args.exp.quiet);
     let started = std::time::Instant::now();
-    // A sweep keeps one summary per point: lean runs keep memory flat in points.
-    let options = RunOptions { lean: true, ..RunOptions::default() };
     let set = run_all_with(&scenarios, None, args.sim.jobs.unwrap_or(0), options, &|| bar.inc(1))?;
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();

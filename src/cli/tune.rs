@@ -129,8 +129,8 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     for path in &spec.scenarios {
         judged.extend(load_experiment(path, &sets)?.variants.into_iter().take(1));
     }
-    let lean = RunOptions { lean: true, ..RunOptions::default() };
-    crate::analysis::estimate::check_fits("tune", &judged, lean, args.sim.jobs.unwrap_or(0), runs, args.force)?;
+    let options = RunOptions::metrics_only();
+    crate::analysis::estimate::check_fits("tune", &judged, options, args.sim.jobs.unwrap_or(0), runs, args.force)?;
     let bar = super::run::progress_bar(runs, args.exp.quiet);
     let started = std::time::Instant::now();
     let evals = if args.halving {

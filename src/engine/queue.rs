@@ -23,7 +23,7 @@ impl<E> Entry<E> {
 }
 
 /// Where the earliest pending event is.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Source {
     Heap,
     Lane(usize),
@@ -199,6 +199,8 @@ impl<E: Copy> EventQueue<E> {
             h[hole] = h[child];
             hole = child;
         }
+        // The upward pass of `heap_push`, written out: a shared helper
+        // measured 6% slower on the whole peer scenario.
         while hole > 0 {
             let parent = (hole - 1) / 2;
             if !last.before(&h[parent]) {

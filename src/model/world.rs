@@ -258,6 +258,13 @@ pub struct RunOptions {
     pub lean: bool,
 }
 
+impl RunOptions {
+    /// Options of runs of which only the metrics count (sweeps, tune).
+    pub fn metrics_only() -> Self {
+        Self { lean: true, ..Self::default() }
+    }
+}
+
 /// The state of one run.
 pub struct World<'s> {
     s: &'s Scenario,

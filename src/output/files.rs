@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 /// Writes `bytes` to `path` through a temporary file and a rename, so a
 /// reader never sees a half-written file. The file is not flushed to disk
 /// (no `fsync`): the rename makes it atomic for other programs and against
-/// an interruption, not durable against a power cut. Refuses to write over any of
-/// `inputs` (the experiment and policy files that were read).
+/// an interruption, not durable against a power cut. Refuses to write over
+/// any of `inputs` (the experiment and policy files that were read).
 pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> anyhow::Result<()> {
     if let Ok(target) = path.canonicalize() {
         for input in inputs {
