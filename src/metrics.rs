@@ -49,3 +49,9 @@ pub const EFFECT_METRICS: [&str; 3] = ["commits_per_intent", "duplicate_intents"
 
 /// Metrics per service.
 pub const SERVICE_METRICS: [&str; 4] = ["requests_per_intent", "utilization", "queue_len", "wasted_fraction"];
+
+/// Metrics a service has besides [`SERVICE_METRICS`] when it uses the
+/// feature: `success_rate` (share of attempts answered `ok`) for a service
+/// with replicas and each of its hosts (`"api[0]"`, …), `cache_hit_ratio`
+/// for a service whose calls have caches, `ejections` with outlier detection.
+pub const HOST_METRICS: [&str; 3] = ["success_rate", "cache_hit_ratio", "ejections"];

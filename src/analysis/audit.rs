@@ -99,7 +99,7 @@ fn short(base: &Scenario) -> Scenario {
 }
 
 fn fault(name: &str, target: usize, start: Nanos, end: Nanos, kind: FaultKind) -> FaultSpec {
-    FaultSpec { name: name.into(), target, start, end, kind }
+    FaultSpec { name: name.into(), target, host: None, start, end, kind }
 }
 
 /// Services where side effects happen (they commit), else every target of a client.

@@ -24,6 +24,7 @@ use graph::Graph;
 
 mod downstream;
 mod graph;
+mod hosts;
 mod layers;
 mod ledgers;
 mod paths;
@@ -60,7 +61,7 @@ pub struct Rule {
 }
 
 /// Every rule, in the order of DESIGN §6.
-pub const RULES: [Rule; 12] = [
+pub const RULES: [Rule; 15] = [
     Rule {
         id: "unsafe-retry",
         severity: Severity::Error,
@@ -116,6 +117,21 @@ pub const RULES: [Rule; 12] = [
         id: "unprotected-downstream-effect",
         severity: Severity::Warning,
         checks: "a downstream call to a service with side effects without an outbox with dedup, or a key checked by a ledger",
+    },
+    Rule {
+        id: "no-outlier-detection",
+        severity: Severity::Warning,
+        checks: "a service with replicas has a balancer but no outlier detection",
+    },
+    Rule {
+        id: "retry-same-host",
+        severity: Severity::Warning,
+        checks: "a retrying edge into a service with replicas without retry_other_host",
+    },
+    Rule {
+        id: "cold-cache-overload",
+        severity: Severity::Warning,
+        checks: "a cache in front of a service that cannot take the full miss load (the cache cold or flushed)",
     },
 ];
 
@@ -192,6 +208,7 @@ pub fn lint(s: &Scenario, src: &Sources) -> Report {
     g.layered_retries(&mut findings);
     g.ledger_rules(&mut findings);
     g.downstream_effects(&mut findings);
+    g.host_rules(&mut findings);
     let order = |id: &str| RULES.iter().position(|r| r.id == id).unwrap_or(usize::MAX);
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(order(a.rule).cmp(&order(b.rule))));
     Report { findings, paths: g.paths() }

@@ -55,6 +55,7 @@ pub struct ClientRaw {
     pub think_time: Option<DistRaw>,
     pub at: Option<String>,
     pub spread: Option<String>,
+    pub priority: Option<String>,
 }
 
 /// `[[operations]]`.
@@ -79,8 +80,59 @@ pub struct ServiceRaw {
     pub commits: Option<String>,
     pub idempotency: Option<LedgerRaw>,
     pub occ: Option<toml::Table>,
+    pub replicas: Option<i64>,
+    pub balancer: Option<String>,
+    pub retry_other_host: Option<bool>,
+    pub outlier_detection: Option<OutlierRaw>,
+    pub concurrency_limit: Option<LimitRaw>,
+    pub shed_by_priority: Option<ShedRaw>,
     #[serde(default)]
     pub calls: Vec<CallRaw>,
+}
+
+/// `outlier_detection = { consecutive_5xx, interval, base_ejection, max_ejection, max_ejection_percent }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutlierRaw {
+    pub consecutive_5xx: Option<i64>,
+    pub interval: Option<String>,
+    pub base_ejection: Option<String>,
+    pub max_ejection: Option<String>,
+    pub max_ejection_percent: Option<f64>,
+}
+
+/// `concurrency_limit = { kind, initial, min, max, … }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitRaw {
+    pub kind: Option<String>,
+    pub initial: Option<i64>,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    pub backoff_ratio: Option<f64>,
+    pub timeout: Option<String>,
+    pub smoothing: Option<f64>,
+    pub probe_multiplier: Option<i64>,
+    pub long_window: Option<i64>,
+    pub queue_size: Option<i64>,
+}
+
+/// `shed_by_priority = { sheddable, degraded, critical }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShedRaw {
+    pub sheddable: Option<f64>,
+    pub degraded: Option<f64>,
+    pub critical: Option<f64>,
+}
+
+/// `cache = { keys, zipf, ttl }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheRaw {
+    pub keys: Option<i64>,
+    pub zipf: Option<f64>,
+    pub ttl: Option<String>,
 }
 
 /// `rate_limit = { rate, burst, status, retry_after }`.
@@ -118,6 +170,7 @@ pub struct CallRaw {
     pub latency: Option<DistRaw>,
     pub relay_delay: Option<DistRaw>,
     pub dedup: Option<bool>,
+    pub cache: Option<CacheRaw>,
 }
 
 /// `queue = { limit, discipline, target, interval }`.
@@ -151,6 +204,8 @@ pub struct DistRaw {
     pub mu: Option<f64>,
     pub sigma: Option<f64>,
     pub shape: Option<f64>,
+    /// Only in a service's `service_time`: extra time per request in service.
+    pub per_inflight: Option<String>,
 }
 
 /// `[[faults]]`.
@@ -168,6 +223,7 @@ pub struct FaultRaw {
     pub retry_after: Option<String>,
     pub extra: Option<DistRaw>,
     pub restart_after: Option<String>,
+    pub factor: Option<f64>,
 }
 
 /// `[network]`.

@@ -51,6 +51,29 @@ pub struct ClientSpec {
     pub key_reuse_rate: f64,
     /// The edge this client's attempts travel on.
     pub edge: usize,
+    /// The criticality its requests carry down the call graph.
+    pub priority: Priority,
+}
+
+/// A request's criticality class (gRPC / Netflix criticality), carried
+/// from the client down the whole call graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Priority {
+    #[default]
+    Critical,
+    Degraded,
+    Sheddable,
+}
+
+impl Priority {
+    /// The name written in `priority`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Priority::Critical => "critical",
+            Priority::Degraded => "degraded",
+            Priority::Sheddable => "sheddable",
+        }
+    }
 }
 
 /// How a client class generates intents.
@@ -136,6 +159,132 @@ pub struct ServiceSpec {
     pub calls: Vec<CallSpec>,
     /// The idempotency ledger, if any.
     pub ledger: Option<LedgerSpec>,
+    /// Each request's service time grows by this much per other request
+    /// in service on its host when it starts (0 = none).
+    pub per_inflight: Nanos,
+    /// Hosts, balancing and the server-side defences of each host.
+    pub hosts: HostsSpec,
+}
+
+/// A service's hosts and how callers are spread over them, with the
+/// server-side defences each host applies at its door.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostsSpec {
+    /// Hosts, each with `workers`, its own queue, rate limiter, memory ledger.
+    pub replicas: u32,
+    pub balancer: Balancer,
+    /// A retry avoids the hosts this call has already tried (Envoy previous_hosts).
+    pub retry_other_host: bool,
+    pub outlier: Option<OutlierSpec>,
+    /// Adaptive concurrency limit of each host, if any.
+    pub concurrency_limit: Option<LimitSpec>,
+    /// Busy share of workers above which a request of each class is shed
+    /// (indexed by [`Priority`]; above 1 = never).
+    pub shed_above: [f64; 3],
+}
+
+impl Default for HostsSpec {
+    fn default() -> Self {
+        Self {
+            replicas: 1,
+            balancer: Balancer::RoundRobin,
+            retry_other_host: false,
+            outlier: None,
+            concurrency_limit: None,
+            shed_above: [f64::INFINITY; 3],
+        }
+    }
+}
+
+impl HostsSpec {
+    /// Whether any class is shed by priority.
+    pub fn sheds(&self) -> bool {
+        self.shed_above.iter().any(|t| t.is_finite())
+    }
+}
+
+/// How a caller picks a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Balancer {
+    /// In turn, skipping hosts that are ejected or already tried.
+    RoundRobin,
+    /// Uniformly at random.
+    Random,
+    /// Power of two choices on active requests (Envoy LEAST_REQUEST, choice_count 2).
+    LeastRequest,
+    /// Power of two choices on peak-EWMA latency × (pending + 1) (Finagle, tower).
+    PeakEwma,
+}
+
+impl Balancer {
+    /// The name written in `balancer`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Balancer::RoundRobin => "round_robin",
+            Balancer::Random => "random",
+            Balancer::LeastRequest => "least_request",
+            Balancer::PeakEwma => "peak_ewma",
+        }
+    }
+}
+
+/// Envoy's consecutive-5xx outlier detection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OutlierSpec {
+    /// Consecutive 5xx answers (connect errors, timeouts and resets count
+    /// as 5xx) that eject a host.
+    pub consecutive_5xx: u32,
+    /// Time between ejection sweeps (unejection, backoff decay).
+    pub interval: Nanos,
+    /// Ejection time = base_ejection × times ejected, at most max_ejection.
+    pub base_ejection: Nanos,
+    pub max_ejection: Nanos,
+    /// No ejection that would leave more than this share of hosts ejected.
+    pub max_ejection_percent: f64,
+}
+
+/// An adaptive concurrency limit (Netflix concurrency-limits).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LimitSpec {
+    pub kind: LimitKind,
+    pub initial: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// The update rule of a concurrency limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LimitKind {
+    /// AIMDLimit: +1 while inflight >= limit/2, × backoff_ratio on a drop
+    /// or an RTT above `timeout`.
+    Aimd { backoff_ratio: f64, timeout: Nanos },
+    /// VegasLimit: queue estimate limit × (1 − rtt_noload / rtt) against
+    /// log10-based alpha, beta and threshold.
+    Vegas { smoothing: f64, probe_multiplier: u32 },
+    /// Gradient2Limit: gradient of a long-term RTT average over the last RTT.
+    Gradient2 { smoothing: f64, long_window: u32, queue_size: f64 },
+}
+
+impl LimitKind {
+    /// The name written in `kind`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            LimitKind::Aimd { .. } => "aimd",
+            LimitKind::Vegas { .. } => "vegas",
+            LimitKind::Gradient2 { .. } => "gradient2",
+        }
+    }
+}
+
+/// A look-aside cache in front of a call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheSpec {
+    /// The key population.
+    pub keys: u32,
+    /// Zipf exponent of key popularity (0 = uniform).
+    pub zipf: f64,
+    /// How long a filled entry stays.
+    pub ttl: Nanos,
 }
 
 /// A service's idempotency ledger (DESIGN §4).
@@ -197,6 +346,8 @@ pub struct CallSpec {
     pub dedup: bool,
     /// The edge this call's attempts travel on.
     pub edge: usize,
+    /// A look-aside cache before the call, if any.
+    pub cache: Option<CacheSpec>,
 }
 
 /// What idempotency key a downstream call carries.
@@ -224,6 +375,8 @@ pub enum When {
 pub struct FaultSpec {
     pub name: String,
     pub target: usize,
+    /// One host of the target (`"api[2]"`), or `None` for all of them.
+    pub host: Option<u32>,
     pub start: Nanos,
     /// `NEVER` = to the end of the run.
     pub end: Nanos,
@@ -252,6 +405,13 @@ pub enum FaultKind {
     Latency { extra: Dist },
     /// Requests on edge `edge` vanish (the callers time out).
     Partition { edge: usize },
+    /// Service times are multiplied by `factor` while it lasts; work in
+    /// service goes on at the new speed for the rest of its time.
+    Slowdown { factor: f64 },
+    /// At `start` the caches of the target's calls are emptied.
+    CacheFlush,
+    /// The host refuses connections (connect errors).
+    HostDown,
 }
 
 impl FaultKind {
@@ -266,6 +426,9 @@ impl FaultKind {
             FaultKind::Brownout { .. } => "brownout",
             FaultKind::Latency { .. } => "latency",
             FaultKind::Partition { .. } => "partition",
+            FaultKind::Slowdown { .. } => "slowdown",
+            FaultKind::CacheFlush => "cache_flush",
+            FaultKind::HostDown => "host_down",
         }
     }
 }
@@ -289,6 +452,22 @@ pub enum Caller {
     Client(usize),
     /// Call `index` of service `service`.
     Service { service: usize, index: usize },
+}
+
+impl FaultSpec {
+    /// Whether the fault is in force at `now` on host `replica` of service `svc`.
+    #[inline]
+    pub fn hits(&self, svc: usize, replica: u32, now: Nanos) -> bool {
+        self.target == svc && now >= self.start && now < self.end && self.host.is_none_or(|h| h == replica)
+    }
+
+    /// How the target is written: `api` or `api[2]`.
+    pub fn target_label(&self, services: &[ServiceSpec]) -> String {
+        match self.host {
+            Some(h) => format!("{}[{h}]", services[self.target].name),
+            None => services[self.target].name.clone(),
+        }
+    }
 }
 
 impl Scenario {

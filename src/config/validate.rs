@@ -4,6 +4,7 @@
 mod budget;
 mod calls;
 mod faults;
+mod hosts;
 mod policy;
 
 pub use policy::policy;
@@ -87,6 +88,9 @@ impl V<'_> {
     }
 
     fn dist(&self, field: &str, d: &DistRaw) -> InputResult<Dist> {
+        if d.per_inflight.is_some() {
+            return Err(self.err(&format!("{field}.per_inflight"), "only used in a service's `service_time`"));
+        }
         let secs = |sub: &str, v: &Option<String>| -> InputResult<Option<f64>> {
             v.as_ref()
                 .map(|s| {
@@ -363,6 +367,7 @@ pub fn scenario(
             idempotency_key: c.idempotency_key.unwrap_or(false),
             key_reuse_rate,
             edge: edges.len(),
+            priority: hosts::priority(&v, c.priority.as_deref(), &f("priority"))?,
         };
         if spec.stateful_instances() > 1_000_000 {
             return Err(v.err(&f("count"), format!("closed and burst clients, per-instance budgets (scope = \"client\") and circuit breakers keep state per instance: at most 1000000 instances, got {count}")));
@@ -436,7 +441,7 @@ fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec], effect_kinds: &mut Vec
         }
     }
     let service_time = match &s.service_time {
-        Some(d) => v.dist(&f("service_time"), d)?,
+        Some(d) => v.dist(&f("service_time"), &DistRaw { per_inflight: None, ..d.clone() })?,
         None => {
             return Err(
                 v.err(&f("service_time"), "required: a distribution such as { dist = \"exp\", mean = \"10ms\" }")
@@ -516,6 +521,14 @@ fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec], effect_kinds: &mut Vec
         occ_rows,
         calls: Vec::new(),
         ledger,
+        per_inflight: match s.service_time.as_ref().and_then(|d| d.per_inflight.as_ref()) {
+            None => 0,
+            Some(x) => match v.dur(&f("service_time.per_inflight"), Some(x), 0)? {
+                NEVER => return Err(v.err(&f("service_time.per_inflight"), "must be finite")),
+                d => d,
+            },
+        },
+        hosts: hosts::hosts(v, s, &field)?,
     })
 }
 

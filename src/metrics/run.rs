@@ -19,6 +19,8 @@ pub struct RunCollector {
     pub client_intents: Vec<u64>,
     pub ok: u64,
     pub edge_attempts: Vec<u64>,
+    /// Per metrics slot (services, then the hosts of services with
+    /// replicas, see [`host_slots`]).
     pub service_arrivals: Vec<u64>,
     pub service_work_ns: Vec<f64>,
     pub service_wasted_ns: Vec<f64>,
@@ -55,12 +57,32 @@ pub struct RunCollector {
     pub window: (Nanos, Nanos),
     /// Attempt records of the traced intents, in the order decided.
     pub trace: Vec<TraceRecord>,
+    /// Per host of a service with replicas: attempts sent to it, and `ok` answers its callers got.
+    pub host_sent: Vec<u64>,
+    pub host_ok: Vec<u64>,
+    /// Per service: cache lookups and hits of its calls' caches.
+    pub cache_lookups: Vec<u64>,
+    pub cache_hits: Vec<u64>,
+    /// Per service: hosts ejected by outlier detection.
+    pub ejections: Vec<u64>,
+}
+
+/// The hosts that get metrics of their own: (service, replica) of every
+/// host of a service with replicas, in order. Their slots follow the services'.
+pub fn host_slots(s: &Scenario) -> Vec<(usize, u32)> {
+    s.services
+        .iter()
+        .enumerate()
+        .filter(|(_, sv)| sv.hosts.replicas > 1)
+        .flat_map(|(i, sv)| (0..sv.hosts.replicas).map(move |r| (i, r)))
+        .collect()
 }
 
 impl RunCollector {
     /// Empty counters for `scenario`.
     pub fn new(s: &Scenario) -> Self {
-        let n = s.services.len();
+        let hosts = host_slots(s).len();
+        let n = s.services.len() + hosts;
         Self {
             intents: 0,
             client_intents: vec![0; s.clients.len()],
@@ -91,6 +113,11 @@ impl RunCollector {
             series: TimeSeries::new(s.bin, n),
             window: (s.warmup, s.duration),
             trace: Vec::new(),
+            host_sent: vec![0; hosts],
+            host_ok: vec![0; hosts],
+            cache_lookups: vec![0; s.services.len()],
+            cache_hits: vec![0; s.services.len()],
+            ejections: vec![0; s.services.len()],
         }
     }
 
@@ -131,8 +158,7 @@ impl RunCollector {
         put("goodput_per_s", Some(self.ok as f64 / window_s));
         let client_attempts: u64 = s.clients.iter().map(|c| self.edge_attempts[c.edge]).sum();
         put("attempts_per_intent", per_intent(client_attempts as f64));
-        let (amp_service, amp) = self
-            .service_arrivals
+        let (amp_service, amp) = self.service_arrivals[..s.services.len()]
             .iter()
             .enumerate()
             .map(|(i, &a)| (i, a))
@@ -198,20 +224,40 @@ impl RunCollector {
             })
             .collect();
         let window_ns = (s.duration - s.warmup) as f64;
-        let services = s
-            .services
-            .iter()
-            .enumerate()
-            .map(|(i, sv)| {
-                let mut sm = MetricMap::new();
-                sm.insert("requests_per_intent".into(), per_intent(self.service_arrivals[i] as f64));
-                sm.insert("utilization".into(), Some(self.window_busy[i] / (window_ns * sv.workers as f64)));
-                sm.insert("queue_len".into(), Some(self.window_queue[i] / window_ns));
-                let w = self.service_work_ns[i];
-                sm.insert("wasted_fraction".into(), (w > 0.0).then(|| self.service_wasted_ns[i] / w));
-                (sv.name.clone(), sm)
-            })
-            .collect();
+        let slots = host_slots(s);
+        let slot_map = |i: usize, workers: f64| {
+            let mut sm = MetricMap::new();
+            sm.insert("requests_per_intent".into(), per_intent(self.service_arrivals[i] as f64));
+            sm.insert("utilization".into(), Some(self.window_busy[i] / (window_ns * workers)));
+            sm.insert("queue_len".into(), Some(self.window_queue[i] / window_ns));
+            let w = self.service_work_ns[i];
+            sm.insert("wasted_fraction".into(), (w > 0.0).then(|| self.service_wasted_ns[i] / w));
+            sm
+        };
+        let mut services = Vec::new();
+        for (i, sv) in s.services.iter().enumerate() {
+            let replicas = sv.hosts.replicas;
+            let mut sm = slot_map(i, sv.workers as f64 * replicas as f64);
+            let mine: Vec<usize> = (0..slots.len()).filter(|&k| slots[k].0 == i).collect();
+            if replicas > 1 {
+                let (sent, ok) = mine.iter().fold((0, 0), |(a, b), &k| (a + self.host_sent[k], b + self.host_ok[k]));
+                sm.insert("success_rate".into(), (sent > 0).then(|| ok as f64 / sent as f64));
+            }
+            if sv.calls.iter().any(|c| c.cache.is_some()) {
+                let n = self.cache_lookups[i];
+                sm.insert("cache_hit_ratio".into(), (n > 0).then(|| self.cache_hits[i] as f64 / n as f64));
+            }
+            if sv.hosts.outlier.is_some() {
+                sm.insert("ejections".into(), Some(self.ejections[i] as f64));
+            }
+            services.push((sv.name.clone(), sm));
+            for k in mine {
+                let mut hm = slot_map(s.services.len() + k, sv.workers as f64);
+                let (sent, ok) = (self.host_sent[k], self.host_ok[k]);
+                hm.insert("success_rate".into(), (sent > 0).then(|| ok as f64 / sent as f64));
+                services.push((format!("{}[{}]", sv.name, slots[k].1), hm));
+            }
+        }
         let effects = s
             .effect_kinds
             .iter()

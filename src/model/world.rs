@@ -21,12 +21,20 @@ use crate::policy::{Decision, DenyReason, Outcome, RetryContext, decide};
 use std::collections::{HashMap, VecDeque};
 
 mod arrivals;
+mod balancer;
+mod cache;
 mod caller;
 mod downstream;
 mod idempotency;
+mod limiter;
 mod queueing;
 mod server;
 mod settle;
+mod speed;
+
+use balancer::{Ewma, OutlierHost};
+use cache::Cache;
+use limiter::Limiter;
 
 /// What a random draw is for: the first word of every key.
 mod purpose {
@@ -48,7 +56,17 @@ mod purpose {
     pub const BODY: u64 = 24;
     pub const REUSE: u64 = 12;
     pub const SCOPE: u64 = 25;
+    /// A balancer's choice of host.
+    pub const BALANCE: u64 = 26;
+    /// The key a request asks a cache for, and a warm cache's expiry times.
+    pub const CACHE_KEY: u64 = 27;
+    pub const CACHE_WARM: u64 = 28;
+    /// Vegas' probe jitter.
+    pub const LIMIT_PROBE: u64 = 29;
 }
+
+/// A call that fills no cache entry.
+const NO_FILL: u32 = u32::MAX;
 
 /// Events between two looks at the interrupt flag.
 const INTERRUPT_POLL: u64 = 1 << 16;
@@ -78,6 +96,12 @@ enum Event {
     RecordWrite { write: Id },
     /// A brownout of a service ended: its workers are back.
     Capacity { service: u32 },
+    /// A slowdown fault starts or ends: work in service changes speed.
+    Speed { fault: u32 },
+    /// Outlier detection's sweep at a service: unejections and backoff decay.
+    Sweep { service: u32 },
+    /// A `cache_flush` fault empties its service's caches.
+    Flush { fault: u32 },
 }
 
 struct Intent {
@@ -140,6 +164,10 @@ struct Call {
     last_outcome: Option<Outcome>,
     /// What the budget charged for the current attempt (refunded on success).
     retry_cost: f64,
+    /// Hosts (replica index below 64) this call has tried, for `retry_other_host`.
+    tried: u64,
+    /// The cache key a successful answer fills, or [`NO_FILL`].
+    fill: u32,
 }
 
 /// One attempt of a call, from send until it leaves the system.
@@ -148,6 +176,8 @@ struct Request {
     intent: Id,
     edge: u32,
     service: u32,
+    /// The host it was sent to (an index into the world's hosts).
+    host: u32,
     operation: u32,
     idem_key: Option<u64>,
     fingerprint: u64,
@@ -169,6 +199,17 @@ struct Request {
     /// Its business write happened.
     committed: bool,
     demand: Nanos,
+    /// When its own work ends ([`NEVER`] outside its own work): a `Done`
+    /// event for another time is stale (a slowdown moved it).
+    done_at: Nanos,
+    /// The slowdown factor its remaining work was last timed with.
+    speed: f64,
+    /// When it reached its host, and the requests admitted there then
+    /// (itself included), for the concurrency limit.
+    reached_at: Nanos,
+    inflight_at: u32,
+    /// Counted in its host's admitted requests (concurrency limit).
+    admitted: bool,
     /// Progress through the service's plan (downstream calls, commit).
     stage: u16,
     /// OCC: the row and the version read when work started.
@@ -185,7 +226,39 @@ struct Plan {
     outbox: Vec<usize>,
 }
 
+/// What a service's hosts share: its plan, its rows, its ledgers, its
+/// balancer and its callers' caches.
 struct ServiceState {
+    /// OCC row versions.
+    versions: Vec<u64>,
+    plan: Plan,
+    /// Idempotency ledgers: one shared by every host (durable), or one per
+    /// host (memory, with replicas).
+    ledgers: Vec<LedgerState>,
+    /// Its first host in the world's hosts; the others follow.
+    first_host: u32,
+    /// Round robin's next host.
+    next_rr: u32,
+    /// Hosts ejected by outlier detection now.
+    ejected: u32,
+    /// Look-aside caches of its calls, by call index.
+    caches: Vec<Option<Cache>>,
+}
+
+/// An idempotency ledger and the duplicates waiting on it.
+struct LedgerState {
+    ledger: Ledger,
+    /// Duplicates held until the request in progress finishes (`in_progress = "wait"`).
+    waiters: HashMap<u64, Vec<Id>>,
+}
+
+/// One host of a service: its workers, waiting room and door.
+struct HostState {
+    service: u32,
+    /// Its index among the service's hosts.
+    replica: u32,
+    /// Its metrics slot when the service has replicas.
+    slot: Option<u32>,
     busy: u32,
     /// Waiting requests and when they arrived.
     queue: VecDeque<(Id, Nanos)>,
@@ -195,21 +268,25 @@ struct ServiceState {
     tokens: f64,
     last_refill: Nanos,
     last_change: Nanos,
-    /// OCC row versions.
-    versions: Vec<u64>,
-    plan: Plan,
-    ledger: Option<Ledger>,
-    /// Duplicates held until the request in progress finishes (`in_progress = "wait"`).
-    waiters: HashMap<u64, Vec<Id>>,
+    /// Its ledger among its service's.
+    ledger: u32,
     /// Crashed: arrivals get connect errors until then.
     down_until: Nanos,
     /// Crashes so far (a record write from before a crash is lost).
     epoch: u32,
+    /// Attempts sent to it whose caller still waits (least_request, peak_ewma).
+    active: u32,
+    /// Peak-EWMA latency estimate (peak_ewma).
+    ewma: Ewma,
+    outlier: OutlierHost,
+    /// Adaptive concurrency limit and the requests admitted under it.
+    limiter: Option<Limiter>,
+    admitted: u32,
 }
 
 /// A non-atomic ledger's record write in flight.
 struct PendingWrite {
-    service: u32,
+    host: u32,
     key: u64,
     epoch: u32,
 }
@@ -275,10 +352,13 @@ pub struct World<'s> {
     requests: Slab<Request>,
     writes: Slab<PendingWrite>,
     services: Vec<ServiceState>,
+    hosts: Vec<HostState>,
     clients: Vec<ClientState>,
     edges: Vec<EdgeState>,
     m: RunCollector,
     options: RunOptions,
+    /// Whether any fault is a slowdown (else service times need no look at faults).
+    slowdowns: bool,
 }
 
 /// Runs replication `replication` of `scenario` to its end.
@@ -323,29 +403,69 @@ impl<'s> World<'s> {
                 }
             })
             .collect();
+        let mut hosts = Vec::new();
+        let mut next_slot = s.services.len() as u32;
         let services = s
             .services
             .iter()
-            .map(|spec| {
+            .enumerate()
+            .map(|(si, spec)| {
                 let phase =
                     |w: When| spec.calls.iter().enumerate().filter(|(_, c)| c.when == w).map(|(i, _)| i).collect();
+                let replicas = spec.hosts.replicas;
+                // A memory ledger lives in each host's process; a durable one is shared.
+                let per_host_ledger = spec.ledger.is_some_and(|l| !l.durable) && replicas > 1;
+                let ledgers = match spec.ledger {
+                    None => Vec::new(),
+                    Some(l) => (0..if per_host_ledger { replicas } else { 1 })
+                        .map(|_| LedgerState { ledger: Ledger::new(l), waiters: HashMap::new() })
+                        .collect(),
+                };
+                let first_host = hosts.len() as u32;
+                let default_rtt = spec.service_time.mean_secs() * 1e9;
+                for replica in 0..replicas {
+                    let slot = (replicas > 1).then(|| {
+                        next_slot += 1;
+                        next_slot - 1
+                    });
+                    hosts.push(HostState {
+                        service: si as u32,
+                        replica,
+                        slot,
+                        busy: 0,
+                        queue: VecDeque::new(),
+                        last_empty: 0,
+                        tokens: spec.rate_limit.map_or(0.0, |r| r.burst),
+                        last_refill: 0,
+                        last_change: 0,
+                        ledger: if per_host_ledger { replica } else { 0 },
+                        down_until: 0,
+                        epoch: 0,
+                        active: 0,
+                        ewma: Ewma::new(default_rtt.max(1.0)),
+                        outlier: OutlierHost::default(),
+                        limiter: spec.hosts.concurrency_limit.map(Limiter::new),
+                        admitted: 0,
+                    });
+                }
+                let caches = spec
+                    .calls
+                    .iter()
+                    .enumerate()
+                    .map(|(ci, c)| c.cache.map(|spec| Cache::warm(spec, &rng, &[si as u64, ci as u64])))
+                    .collect();
                 ServiceState {
-                    busy: 0,
-                    queue: VecDeque::new(),
-                    last_empty: 0,
-                    tokens: spec.rate_limit.map_or(0.0, |r| r.burst),
-                    last_refill: 0,
-                    last_change: 0,
                     versions: vec![0; spec.occ_rows.unwrap_or(0) as usize],
                     plan: Plan {
                         before: phase(When::BeforeCommit),
                         after: phase(When::AfterCommit),
                         outbox: phase(When::Outbox),
                     },
-                    ledger: spec.ledger.map(Ledger::new),
-                    waiters: HashMap::new(),
-                    down_until: 0,
-                    epoch: 0,
+                    ledgers,
+                    first_host,
+                    next_rr: 0,
+                    ejected: 0,
+                    caches,
                 }
             })
             .collect();
@@ -378,10 +498,12 @@ impl<'s> World<'s> {
             requests: Slab::default(),
             writes: Slab::default(),
             services,
+            hosts,
             clients,
             edges,
             m: RunCollector::new(s),
             options,
+            slowdowns: s.faults.iter().any(|f| matches!(f.kind, FaultKind::Slowdown { .. })),
         };
         for c in 0..s.clients.len() {
             w.schedule_first_arrivals(c);
@@ -392,7 +514,19 @@ impl<'s> World<'s> {
                 FaultKind::Brownout { .. } if f.end != NEVER => {
                     w.q.schedule_at(f.end, Event::Capacity { service: f.target as u32 })
                 }
+                FaultKind::Slowdown { .. } => {
+                    w.q.schedule_at(f.start, Event::Speed { fault: i as u32 });
+                    if f.end != NEVER {
+                        w.q.schedule_at(f.end, Event::Speed { fault: i as u32 });
+                    }
+                }
+                FaultKind::CacheFlush => w.q.schedule_at(f.start, Event::Flush { fault: i as u32 }),
                 _ => {}
+            }
+        }
+        for (si, spec) in s.services.iter().enumerate() {
+            if let Some(o) = spec.hosts.outlier {
+                w.q.schedule_at(o.interval, Event::Sweep { service: si as u32 });
             }
         }
         w
@@ -422,15 +556,24 @@ impl<'s> World<'s> {
                 Event::Retry { call } => self.send(call),
                 Event::Crash { fault } => self.on_crash(fault as usize),
                 Event::RecordWrite { write } => self.on_record_write(write),
-                Event::Capacity { service } => self.fill_workers(service as usize),
+                Event::Capacity { service } => {
+                    let st = &self.services[service as usize];
+                    let first = st.first_host as usize;
+                    for h in first..first + self.s.services[service as usize].hosts.replicas as usize {
+                        self.fill_workers(h);
+                    }
+                }
+                Event::Speed { fault } => self.on_speed(fault as usize),
+                Event::Sweep { service } => self.on_sweep(service as usize),
+                Event::Flush { fault } => self.on_flush(fault as usize),
             }
         }
         let end = self.q.now().max(self.s.duration);
         self.close(end);
         for st in &self.services {
-            if let Some(l) = &st.ledger {
-                self.m.stuck_placeholders += l.stuck();
-                if let Some(owner) = l.stuck_example() {
+            for l in &st.ledgers {
+                self.m.stuck_placeholders += l.ledger.stuck();
+                if let Some(owner) = l.ledger.stuck_example() {
                     self.m.witness("stuck_placeholder", owner);
                 }
             }
@@ -442,8 +585,8 @@ impl<'s> World<'s> {
     /// Ends the run at `end`: flushes service state and counts intents that
     /// never finished as failures.
     fn close(&mut self, end: Nanos) {
-        for i in 0..self.services.len() {
-            self.touch_service(i, end);
+        for h in 0..self.hosts.len() {
+            self.touch_host(h, end);
         }
         self.m.series.extend_to(end);
         for id in self.intents.ids() {
@@ -455,6 +598,12 @@ impl<'s> World<'s> {
                 self.settle_effects(&it);
             }
         }
+    }
+
+    /// Whether any fault is a slowdown.
+    #[inline]
+    fn has_slowdowns(&self) -> bool {
+        self.slowdowns
     }
 
     /// The random-key base of a client's call for intent `seq`.

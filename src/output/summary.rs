@@ -4,7 +4,7 @@
 use crate::analysis::{RunSet, Summary, summarize};
 use crate::config::Experiment;
 use crate::engine::to_secs_f64;
-use crate::metrics::{EDGE_METRICS, EFFECT_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS};
+use crate::metrics::{EDGE_METRICS, EFFECT_METRICS, HOST_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -68,10 +68,22 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
                     .collect::<Vec<_>>()
             };
             let edges = per(|r| &r.edges, &EDGE_METRICS, s.edges.len());
-            let services = per(|r| &r.services, &SERVICE_METRICS, s.services.len());
+            let services: Vec<(String, Vec<(String, Summary)>)> = (0..v.runs.first().map_or(0, |r| r.services.len()))
+                .map(|i| {
+                    let maps: Vec<&MetricMap> = v.runs.iter().map(|r| &r.services[i].1).collect();
+                    let names: Vec<&str> = SERVICE_METRICS
+                        .iter()
+                        .chain(&HOST_METRICS)
+                        .copied()
+                        .filter(|k| maps[0].contains_key(*k))
+                        .collect();
+                    (v.runs[0].services[i].0.clone(), summarize_maps(&maps, &names))
+                })
+                .collect();
             let effects = per(|r| &r.effects, &EFFECT_METRICS, s.effect_kinds.len());
             let amplification_service = services
                 .iter()
+                .filter(|(n, _)| !n.contains('['))
                 .map(|(n, m)| (n.clone(), m[0].1.mean.unwrap_or(0.0)))
                 .fold((String::new(), f64::NEG_INFINITY), |best, x| if x.1 > best.1 { x } else { best })
                 .0;

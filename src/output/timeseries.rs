@@ -4,7 +4,8 @@ use crate::analysis::RunSet;
 use crate::engine::to_secs_f64;
 
 /// One row per (variant, replication, bin), DESIGN §5 columns, then three
-/// columns per service.
+/// columns per service, each service with replicas followed by its hosts
+/// (`api[0].queue_len`, …).
 pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let first = &set.variants[0].scenario;
@@ -23,17 +24,44 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    for s in &first.services {
-        header.extend([
-            format!("{}.queue_len", s.name),
-            format!("{}.utilization", s.name),
-            format!("{}.wasted_per_s", s.name),
-        ]);
+    // Hosts get columns when a service has replicas in any variant.
+    let most: Vec<u32> = (0..first.services.len())
+        .map(|k| set.variants.iter().map(|v| v.scenario.services[k].hosts.replicas).max().unwrap_or(1))
+        .collect();
+    // Per column: service, host (None = the service as a whole).
+    let mut columns: Vec<(usize, Option<u32>)> = Vec::new();
+    for (k, &n) in most.iter().enumerate() {
+        let name = &first.services[k].name;
+        columns.push((k, None));
+        header.extend([format!("{name}.queue_len"), format!("{name}.utilization"), format!("{name}.wasted_per_s")]);
+        for r in (0..n).filter(|_| n > 1) {
+            columns.push((k, Some(r)));
+            header.extend([
+                format!("{name}[{r}].queue_len"),
+                format!("{name}[{r}].utilization"),
+                format!("{name}[{r}].wasted_per_s"),
+            ]);
+        }
     }
     w.write_record(&header)?;
     for v in &set.variants {
         let s = &v.scenario;
         let main = s.clients[0].target;
+        let slots = crate::metrics::run::host_slots(s);
+        // Per column: the metrics slot and the workers it has, if this variant has it.
+        let cols: Vec<Option<(usize, f64)>> = columns
+            .iter()
+            .map(|&(k, host)| {
+                let sv = &s.services[k];
+                match host {
+                    None => Some((k, (sv.workers * sv.hosts.replicas) as f64)),
+                    Some(r) => slots
+                        .iter()
+                        .position(|&x| x == (k, r))
+                        .map(|j| (s.services.len() + j, sv.workers as f64)),
+                }
+            })
+            .collect();
         for (rep, run) in v.runs.iter().enumerate() {
             let bin_ns = run.series.bin() as f64;
             let bin_s = to_secs_f64(run.series.bin());
@@ -47,16 +75,20 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
                     (row.goodput as f64 / bin_s).to_string(),
                     row.latency.as_ref().and_then(|h| h.quantile_s(0.99)).map(|x| x.to_string()).unwrap_or_default(),
                 ];
-                let svc = |k: usize| {
+                let svc = |k: usize, workers: f64| {
                     [
                         (row.queue_area[k] / bin_ns).to_string(),
-                        (row.busy_area[k] / (bin_ns * s.services[k].workers as f64)).to_string(),
+                        (row.busy_area[k] / (bin_ns * workers)).to_string(),
                         (row.wasted[k] as f64 / bin_s).to_string(),
                     ]
                 };
-                rec.extend(svc(main));
-                for k in 0..s.services.len() {
-                    rec.extend(svc(k));
+                let main_workers = (s.services[main].workers * s.services[main].hosts.replicas) as f64;
+                rec.extend(svc(main, main_workers));
+                for col in &cols {
+                    match *col {
+                        Some((k, workers)) => rec.extend(svc(k, workers)),
+                        None => rec.extend([String::new(), String::new(), String::new()]),
+                    }
                 }
                 w.write_record(&rec)?;
             }
@@ -77,7 +109,7 @@ pub fn render_faults(set: &RunSet) -> anyhow::Result<String> {
                 s.variant.clone(),
                 f.name.clone(),
                 f.kind.label().to_string(),
-                s.services[f.target].name.clone(),
+                f.target_label(&s.services),
                 to_secs_f64(f.start).to_string(),
                 end,
             ])?;

@@ -114,6 +114,13 @@ pub fn calls(
                 relay_delay,
                 dedup: c.dedup.unwrap_or(false),
                 edge,
+                cache: match &c.cache {
+                    None => None,
+                    Some(_) if when == When::Outbox => {
+                        return Err(v.err(&f("cache"), "not used with when = \"outbox\": a relay has nothing to look up"));
+                    }
+                    Some(raw) => Some(super::hosts::cache(v, raw, &f("cache"))?),
+                },
             });
         }
         services[si].calls = specs;

@@ -30,6 +30,7 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
             ("retry_after", fr.retry_after.is_some()),
             ("extra", fr.extra.is_some()),
             ("restart_after", fr.restart_after.is_some()),
+            ("factor", fr.factor.is_some()),
         ];
         let takes = |allowed: &[&str]| -> InputResult<()> {
             match first_extra(&present, allowed) {
@@ -39,7 +40,7 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
                         "not a field of a {} fault (it takes {}, start{})",
                         fr.kind,
                         allowed.join(", "),
-                        if fr.kind == "crash" { "" } else { ", duration" }
+                        if fr.kind == "crash" || fr.kind == "cache_flush" { "" } else { ", duration" }
                     ),
                 )),
                 None => Ok(()),
@@ -77,10 +78,11 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
                 if down == NEVER {
                     return Err(v.err(&f("restart_after"), "must be finite"));
                 }
-                let target = target_of(v, services, &fr.target, &f("target"))?;
+                let (target, host) = target_of(v, services, &fr.target, &f("target"))?;
                 faults.push(FaultSpec {
                     name: label,
                     target,
+                    host,
                     start,
                     end: start.saturating_add(down),
                     kind: FaultKind::Crash,
@@ -124,28 +126,87 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
                 faults.push(FaultSpec {
                     name: label,
                     target: edges[edge].to,
+                    host: None,
                     start,
                     end: start.saturating_add(length),
                     kind: FaultKind::Partition { edge },
                 });
                 continue;
             }
+            "slowdown" => {
+                takes(&["factor"])?;
+                let factor = fr.factor.ok_or_else(|| {
+                    v.err(&f("factor"), "required: how many times longer every service time is, such as 4.0")
+                })?;
+                if !(factor.is_finite() && factor > 0.0 && factor <= 1e6) {
+                    return Err(v.err(&f("factor"), format!("must be a number above 0 (at most 1e6), got {factor}")));
+                }
+                FaultKind::Slowdown { factor }
+            }
+            "host_down" => {
+                takes(&[])?;
+                FaultKind::HostDown
+            }
+            "cache_flush" => {
+                takes(&[])?;
+                if fr.duration.is_some() {
+                    return Err(v.err(&f("duration"), "a cache flush happens at `start`: it has no duration"));
+                }
+                let (target, host) = target_of(v, services, &fr.target, &f("target"))?;
+                if host.is_some() {
+                    return Err(v.err(
+                        &f("target"),
+                        "a cache is shared by every host of its service: target the service, without [host]",
+                    ));
+                }
+                if services[target].calls.iter().all(|c| c.cache.is_none()) {
+                    return Err(v.err(
+                        &f("target"),
+                        format!(
+                            "\"{}\" has no call with a `cache`: cache_flush targets the calling service",
+                            services[target].name
+                        ),
+                    ));
+                }
+                faults.push(FaultSpec { name: label, target, host, start, end: start, kind: FaultKind::CacheFlush });
+                continue;
+            }
             other => {
                 return Err(v.err(
                     &f("kind"),
-                    format!("unknown fault kind \"{other}\": allowed are error, response_loss, reset, outage, brownout, latency, crash, partition"),
+                    format!("unknown fault kind \"{other}\": allowed are error, response_loss, reset, outage, brownout, latency, crash, partition, slowdown, host_down, cache_flush"),
                 ));
             }
         };
-        let target = target_of(v, services, &fr.target, &f("target"))?;
-        faults.push(FaultSpec { name: label, target, start, end: start.saturating_add(length), kind });
+        let (target, host) = target_of(v, services, &fr.target, &f("target"))?;
+        faults.push(FaultSpec { name: label, target, host, start, end: start.saturating_add(length), kind });
     }
     Ok(faults)
 }
 
-fn target_of(v: &V, services: &[ServiceSpec], name: &str, field: &str) -> InputResult<usize> {
-    services.iter().position(|s| s.name == name).ok_or_else(|| {
+/// A fault's target: a service (`"api"`) or one of its hosts (`"api[2]"`).
+fn target_of(v: &V, services: &[ServiceSpec], name: &str, field: &str) -> InputResult<(usize, Option<u32>)> {
+    let (service, host) = match name.strip_suffix(']').and_then(|t| t.split_once('[')) {
+        Some((service, index)) => {
+            let h = index.trim().parse::<u32>().map_err(|_| {
+                v.err(field, format!("\"{name}\": a host is addressed as \"service[index]\", index from 0"))
+            })?;
+            (service, Some(h))
+        }
+        None => (name, None),
+    };
+    let target = services.iter().position(|s| s.name == service).ok_or_else(|| {
         let names: Vec<&str> = services.iter().map(|s| s.name.as_str()).collect();
-        v.err(field, format!("no service named \"{name}\" (services: {})", names.join(", ")))
-    })
+        v.err(field, format!("no service named \"{service}\" (services: {})", names.join(", ")))
+    })?;
+    if let Some(h) = host {
+        let replicas = services[target].hosts.replicas;
+        if h >= replicas {
+            return Err(v.err(
+                field,
+                format!("\"{name}\": \"{service}\" has {replicas} host(s), addressed {service}[0] to {service}[{}]", replicas - 1),
+            ));
+        }
+    }
+    Ok((target, host))
 }

@@ -133,6 +133,8 @@ impl World<'_> {
                 sent_at: now,
                 last_outcome: None,
                 retry_cost: 0.0,
+                tried: 0,
+                fill: NO_FILL,
             });
             self.send(call);
         }

@@ -57,11 +57,20 @@ impl World<'_> {
         let timeout = attempt_timeout(self.s.edge_policy(edge), now, call.deadline_at);
         let rkey = hash_words(call.key, &[call.attempts as u64]);
         let attempt = call.attempts;
+        let callee = self.s.edges[edge].to;
+        let host = self.pick_host(callee, call.tried, rkey);
+        let call = self.calls.get_mut(id).expect("live");
+        let replica = self.hosts[host].replica;
+        if replica < 64 {
+            call.tried |= 1 << replica;
+        }
+        let call = self.calls.get(id).expect("live");
         let req = self.requests.insert(Request {
             call: id,
             intent: call.intent,
             edge: edge as u32,
-            service: self.s.edges[edge].to as u32,
+            service: callee as u32,
+            host: host as u32,
             operation: call.operation,
             idem_key: call.idem_key,
             fingerprint: call.fingerprint,
@@ -75,6 +84,11 @@ impl World<'_> {
             killed: false,
             committed: false,
             demand: 0,
+            done_at: NEVER,
+            speed: 1.0,
+            reached_at: 0,
+            inflight_at: 0,
+            admitted: false,
             stage: 0,
             row: 0,
             version: 0,
@@ -87,6 +101,12 @@ impl World<'_> {
         it.outstanding += 1;
         if it.in_window {
             self.m.edge_attempts[edge] += 1;
+        }
+        if let Some(slot) = self.hosts[host].slot {
+            self.hosts[host].active += 1;
+            if it.in_window {
+                self.m.host_sent[slot as usize - self.s.services.len()] += 1;
+            }
         }
         if let Some(b) = self.budget_of(g) {
             b.on_send(now, attempt > 1);
@@ -106,13 +126,12 @@ impl World<'_> {
             }
         }
         let mut lat = self.s.edges[edge].latency.sample(&self.rng, &[purpose::LATENCY_OUT, rkey]);
-        let callee = self.s.edges[edge].to;
         for (fi, f) in self.s.faults.iter().enumerate() {
             if now < f.start || now >= f.end {
                 continue;
             }
             match &f.kind {
-                FaultKind::Latency { extra } if f.target == callee => {
+                FaultKind::Latency { extra } if f.hits(callee, replica, now) => {
                     lat = lat.saturating_add(extra.sample(&self.rng, &[purpose::FAULT, rkey, fi as u64]));
                 }
                 FaultKind::Partition { edge: cut } if *cut == edge => {
@@ -135,6 +154,15 @@ impl World<'_> {
             return;
         };
         let (call, outcome, retry_after) = (req.call, req.answer, req.retry_after);
+        if let Some(slot) = self.hosts[req.host as usize].slot
+            && !req.abandoned
+        {
+            let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.sent_at));
+            if outcome == Outcome::Ok && self.intents.get(req.intent).is_some_and(|it| it.in_window) {
+                self.m.host_ok[slot as usize - self.s.services.len()] += 1;
+            }
+            self.host_observed(id, rtt, outcome);
+        }
         if self.calls.get(call).is_some_and(|c| c.current == Some(id)) {
             self.calls.get_mut(call).expect("live").current = None;
             self.on_outcome(call, outcome, retry_after);
@@ -148,6 +176,10 @@ impl World<'_> {
         };
         let (call, lost) = (req.call, req.lost);
         if self.calls.get(call).is_some_and(|c| c.current == Some(id)) {
+            if self.hosts[req.host as usize].slot.is_some() {
+                let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.sent_at));
+                self.host_observed(id, rtt, Outcome::Timeout);
+            }
             self.requests.get_mut(id).expect("live").abandoned = true;
             self.calls.get_mut(call).expect("live").current = None;
             self.on_outcome(call, Outcome::Timeout, None);
@@ -231,6 +263,12 @@ impl World<'_> {
     pub(super) fn call_finished(&mut self, id: Id, outcome: Outcome, failure: String) {
         let call = self.calls.remove(id).expect("live call");
         let ok = outcome == Outcome::Ok;
+        if ok
+            && call.fill != NO_FILL
+            && let Owner::Parent(parent) = call.owner
+        {
+            self.cache_fill(parent, call.edge as usize, call.fill);
+        }
         match call.owner {
             Owner::Client => self.finish(call.intent, ok, failure),
             Owner::Parent(req) => self.child_done(req, outcome),

@@ -91,6 +91,11 @@ impl World<'_> {
         let s = self.s;
         let spec = &s.services[req.service as usize].calls[index];
         let intent = req.intent;
+        let Some(fill) = self.cache_lookup(id, index) else {
+            // A cache hit: the call is not made.
+            self.child_done(id, Outcome::Ok);
+            return;
+        };
         if !self.breaker_allows(Owner::Parent(id), spec.edge, intent) {
             // An open breaker fails the call fast, as an overload answer.
             self.child_done(id, Outcome::Status(503));
@@ -114,6 +119,8 @@ impl World<'_> {
             sent_at: now,
             last_outcome: None,
             retry_cost: 0.0,
+            tried: 0,
+            fill,
         };
         let call = self.calls.insert(call);
         self.send(call);
@@ -126,7 +133,7 @@ impl World<'_> {
     fn commit(&mut self, id: Id) -> bool {
         let now = self.q.now();
         let req = self.requests.get(id).expect("live request");
-        let svc = req.service as usize;
+        let (svc, req_host) = (req.service as usize, req.host as usize);
         let spec = &self.s.services[svc];
         if spec.occ_rows.is_some() {
             let row = req.row as usize;
@@ -139,7 +146,7 @@ impl World<'_> {
         let (idem_key, fingerprint, ledger_key) = (req.idem_key, req.fingerprint, req.ledger_key);
         self.requests.get_mut(id).expect("live").committed = true;
         if let Some(key) = ledger_key {
-            self.record_result(svc, key);
+            self.record_result(req_host, key);
         }
         let it = self.intents.get_mut(intent).expect("live intent");
         if let Some(slot) = self.edges[edge].dedup_slot {
@@ -178,6 +185,8 @@ impl World<'_> {
                 sent_at: now,
                 last_outcome: None,
                 retry_cost: 0.0,
+                tried: 0,
+                fill: NO_FILL,
             });
             let delay = call.relay_delay.sample(&self.rng, &[purpose::RELAY_DELAY, key]);
             self.q.schedule_in(delay, Event::Retry { call: relay });

@@ -11,8 +11,9 @@ impl World<'_> {
     pub(super) fn ledger_admits(&mut self, id: Id) -> bool {
         let now = self.q.now();
         let req = self.requests.get(id).expect("live request");
-        let svc = req.service as usize;
-        let (Some(key), Some(ledger)) = (req.idem_key, self.services[svc].ledger.as_mut()) else {
+        let (svc, l) = (req.service as usize, self.hosts[req.host as usize].ledger as usize);
+        let (Some(key), Some(ledger)) = (req.idem_key, self.services[svc].ledgers.get_mut(l).map(|l| &mut l.ledger))
+        else {
             return true;
         };
         let caller = match self.s.edges[req.edge as usize].caller {
@@ -47,7 +48,7 @@ impl World<'_> {
                 return false;
             }
             Lookup::Wait => {
-                self.services[svc].waiters.entry(scope).or_default().push(id);
+                self.services[svc].ledgers[l].waiters.entry(scope).or_default().push(id);
                 return false;
             }
         }
@@ -55,16 +56,16 @@ impl World<'_> {
         true
     }
 
-    /// The business write of the request holding `key` at `svc` happened:
-    /// complete the record now (atomic) or after `record_delay`.
-    pub(super) fn record_result(&mut self, svc: usize, key: u64) {
-        let st = &self.services[svc];
-        let Some(ledger) = &st.ledger else { return };
-        if ledger.spec().atomic {
-            self.complete_record(svc, key);
+    /// The business write of the request holding `key` at host `h`
+    /// happened: complete the record now (atomic) or after `record_delay`.
+    pub(super) fn record_result(&mut self, h: usize, key: u64) {
+        let host = &self.hosts[h];
+        let Some(l) = self.services[host.service as usize].ledgers.get(host.ledger as usize) else { return };
+        if l.ledger.spec().atomic {
+            self.complete_record(h, key);
         } else {
-            let delay = ledger.spec().record_delay;
-            let write = self.writes.insert(PendingWrite { service: svc as u32, key, epoch: st.epoch });
+            let delay = l.ledger.spec().record_delay;
+            let write = self.writes.insert(PendingWrite { host: h as u32, key, epoch: host.epoch });
             self.q.schedule_in(delay, Event::RecordWrite { write });
         }
     }
@@ -73,19 +74,20 @@ impl World<'_> {
         let Some(w) = self.writes.remove(write) else {
             return;
         };
-        let svc = w.service as usize;
+        let h = w.host as usize;
         // A crash between the business write and the record loses the record.
-        if self.services[svc].epoch == w.epoch {
-            self.complete_record(svc, w.key);
+        if self.hosts[h].epoch == w.epoch {
+            self.complete_record(h, w.key);
         }
     }
 
-    /// Completes a record with `ok` and answers the duplicates waiting for it.
-    fn complete_record(&mut self, svc: usize, key: u64) {
-        if let Some(l) = self.services[svc].ledger.as_mut() {
-            l.complete(key, Outcome::Ok);
-        }
-        for waiter in self.services[svc].waiters.remove(&key).unwrap_or_default() {
+    /// Completes a record in host `h`'s ledger with `ok` and answers the
+    /// duplicates waiting for it.
+    fn complete_record(&mut self, h: usize, key: u64) {
+        let (svc, l) = (self.hosts[h].service as usize, self.hosts[h].ledger as usize);
+        let Some(ls) = self.services[svc].ledgers.get_mut(l) else { return };
+        ls.ledger.complete(key, Outcome::Ok);
+        for waiter in ls.waiters.remove(&key).unwrap_or_default() {
             if self
                 .intents
                 .get(self.requests.get(waiter).expect("waiting request").intent)
@@ -99,42 +101,61 @@ impl World<'_> {
 
     /// A request that held a placeholder finished without its business
     /// write: the placeholder goes and the waiting duplicates try again.
-    pub(super) fn release_placeholder(&mut self, svc: usize, key: u64) {
-        if let Some(l) = self.services[svc].ledger.as_mut() {
-            l.abandon(key);
-        }
-        for waiter in self.services[svc].waiters.remove(&key).unwrap_or_default() {
+    pub(super) fn release_placeholder(&mut self, h: usize, key: u64) {
+        let (svc, l) = (self.hosts[h].service as usize, self.hosts[h].ledger as usize);
+        let Some(ls) = self.services[svc].ledgers.get_mut(l) else { return };
+        ls.ledger.abandon(key);
+        for waiter in ls.waiters.remove(&key).unwrap_or_default() {
             self.begin(waiter);
         }
     }
 
-    /// A `crash` fault: the service resets what it holds and is down until
-    /// the fault's window ends; a memory ledger forgets everything.
+    /// A `crash` fault: each host it hits resets what it holds and is down
+    /// until the fault's window ends; a memory ledger forgets everything.
     pub(super) fn on_crash(&mut self, fault: usize) {
-        let now = self.q.now();
         let f = &self.s.faults[fault];
         let svc = f.target;
-        self.touch_service(svc, now);
-        let st = &mut self.services[svc];
-        st.down_until = st.down_until.max(f.end);
+        let first = self.services[svc].first_host as usize;
+        for h in first..first + self.s.services[svc].hosts.replicas as usize {
+            if f.host.is_none_or(|r| r == self.hosts[h].replica) {
+                self.crash_host(h, f.end);
+            }
+        }
+    }
+
+    fn crash_host(&mut self, h: usize, until: Nanos) {
+        let now = self.q.now();
+        self.touch_host(h, now);
+        let st = &mut self.hosts[h];
+        st.down_until = st.down_until.max(until);
         st.epoch += 1;
         st.busy = 0;
-        st.waiters.clear();
-        if let Some(l) = st.ledger.as_mut() {
-            l.crash();
-        }
+        let (svc, l) = (st.service as usize, st.ledger as usize);
         let queued: Vec<Id> = st.queue.drain(..).map(|(id, _)| id).collect();
+        // A shared (durable) ledger survives; its waiters on this host are reset below.
+        if let Some(ls) = self.services[svc].ledgers.get_mut(l) {
+            if self.s.services[svc].hosts.replicas == 1 || !ls.ledger.spec().durable {
+                ls.waiters.clear();
+            } else {
+                let requests = &self.requests;
+                for w in ls.waiters.values_mut() {
+                    w.retain(|&r| requests.get(r).is_some_and(|q| q.host as usize != h));
+                }
+            }
+            ls.ledger.crash();
+        }
         let inside: Vec<Id> = self
             .requests
             .ids()
             .into_iter()
-            .filter(|&r| self.requests.get(r).is_some_and(|q| q.service as usize == svc && q.at_service))
+            .filter(|&r| self.requests.get(r).is_some_and(|q| q.host as usize == h && q.at_service))
             .collect();
         for id in queued.into_iter().chain(inside) {
             let r = self.requests.get_mut(id).expect("live");
             r.killed = true;
             r.at_service = false;
             r.executed = false;
+            r.done_at = NEVER;
             self.reply(id, Outcome::Reset, None);
         }
     }

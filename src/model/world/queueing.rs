@@ -1,4 +1,4 @@
-//! A service's door and waiting room: rate limiting, workers left by
+//! A host's door and waiting room: rate limiting, workers left by
 //! brownouts, and the queue disciplines (FIFO, LIFO, adaptive LIFO with
 //! CoDel) with `drop_expired`.
 
@@ -6,16 +6,15 @@ use super::*;
 use crate::config::Discipline;
 
 impl World<'_> {
-    /// Workers available now: the service's workers times the capacity
-    /// left by every brownout in force.
-    pub(super) fn workers_now(&self, svc: usize) -> u32 {
+    /// Workers available now at host `h`: the service's workers times the
+    /// capacity left by every brownout in force there.
+    pub(super) fn workers_now(&self, h: usize) -> u32 {
         let now = self.q.now();
+        let (svc, replica) = (self.hosts[h].service as usize, self.hosts[h].replica);
         let mut capacity = 1.0;
         for f in &self.s.faults {
             if let FaultKind::Brownout { capacity: c } = f.kind
-                && f.target == svc
-                && now >= f.start
-                && now < f.end
+                && f.hits(svc, replica, now)
             {
                 capacity *= c;
             }
@@ -28,11 +27,11 @@ impl World<'_> {
         }
     }
 
-    /// Takes a token from the service's rate limiter; false when empty.
-    pub(super) fn rate_limit_admits(&mut self, svc: usize) -> bool {
-        let Some(limit) = self.s.services[svc].rate_limit else { return true };
+    /// Takes a token from host `h`'s rate limiter; false when empty.
+    pub(super) fn rate_limit_admits(&mut self, h: usize) -> bool {
+        let Some(limit) = self.s.services[self.hosts[h].service as usize].rate_limit else { return true };
         let now = self.q.now();
-        let st = &mut self.services[svc];
+        let st = &mut self.hosts[h];
         let elapsed = now.saturating_sub(st.last_refill) as f64 / 1e9;
         st.tokens = (st.tokens + elapsed * limit.rate).min(limit.burst);
         st.last_refill = now;
@@ -48,11 +47,12 @@ impl World<'_> {
     /// when it is full.
     pub(super) fn enqueue(&mut self, id: Id) {
         let now = self.q.now();
-        let svc = self.requests.get(id).expect("live request").service as usize;
+        let req = self.requests.get(id).expect("live request");
+        let (svc, h) = (req.service as usize, req.host as usize);
         let spec = &self.s.services[svc];
-        if spec.queue_limit.is_none_or(|l| self.services[svc].queue.len() < l as usize) {
-            self.touch_service(svc, now);
-            let st = &mut self.services[svc];
+        if spec.queue_limit.is_none_or(|l| self.hosts[h].queue.len() < l as usize) {
+            self.touch_host(h, now);
+            let st = &mut self.hosts[h];
             if st.queue.is_empty() {
                 st.last_empty = now;
             }
@@ -65,12 +65,13 @@ impl World<'_> {
     /// Starts queued requests while workers are free, in the service's
     /// discipline; drops expired work (`drop_expired`) and sheds what CoDel
     /// says has waited too long.
-    pub(super) fn fill_workers(&mut self, svc: usize) {
+    pub(super) fn fill_workers(&mut self, h: usize) {
         let now = self.q.now();
-        while self.services[svc].busy < self.workers_now(svc) {
-            self.touch_service(svc, now);
+        let svc = self.hosts[h].service as usize;
+        while self.hosts[h].busy < self.workers_now(h) {
+            self.touch_host(h, now);
             let spec = &self.s.services[svc];
-            let st = &mut self.services[svc];
+            let st = &mut self.hosts[h];
             let standing = now.saturating_sub(st.last_empty);
             let picked = match spec.discipline {
                 Discipline::Fifo => st.queue.pop_front(),
@@ -99,14 +100,15 @@ impl World<'_> {
                 }
             };
             let Some((next, _)) = picked else {
-                self.services[svc].last_empty = now;
+                self.hosts[h].last_empty = now;
                 return;
             };
-            if self.services[svc].queue.is_empty() {
-                self.services[svc].last_empty = now;
+            if self.hosts[h].queue.is_empty() {
+                self.hosts[h].last_empty = now;
             }
             let expired = self.requests.get(next).is_some_and(|r| r.abandoned);
             if spec.drop_expired && expired {
+                self.limit_sample(next, Outcome::Timeout);
                 self.leave(next);
                 continue;
             }

@@ -10,17 +10,23 @@ impl World<'_> {
         let Some(req) = self.requests.get(id) else {
             return;
         };
-        let (svc, rkey) = (req.service as usize, req.rkey);
-        if now < self.services[svc].down_until {
-            // The service is down after a crash: the connection is refused.
+        let (svc, h, rkey) = (req.service as usize, req.host as usize, req.rkey);
+        if now < self.hosts[h].down_until {
+            // The host is down after a crash: the connection is refused.
             self.reply(id, Outcome::ConnectError, None);
             return;
         }
-        if self.intents.get(req.intent).is_some_and(|it| it.in_window) {
+        let it = self.intents.get(req.intent);
+        let priority = it.map_or(Default::default(), |it| self.s.clients[it.client as usize].priority);
+        if it.is_some_and(|it| it.in_window) {
             self.m.service_arrivals[svc] += 1;
+            if let Some(slot) = self.hosts[h].slot {
+                self.m.service_arrivals[slot as usize] += 1;
+            }
         }
+        let replica = self.hosts[h].replica;
         for (fi, f) in self.s.faults.iter().enumerate() {
-            if f.target != svc || now < f.start || now >= f.end {
+            if !f.hits(svc, replica, now) {
                 continue;
             }
             match f.kind {
@@ -30,40 +36,57 @@ impl World<'_> {
                     self.reply(id, Outcome::Status(status), retry_after);
                     return;
                 }
-                FaultKind::Outage => {
+                FaultKind::Outage | FaultKind::HostDown => {
                     self.reply(id, Outcome::ConnectError, None);
                     return;
                 }
                 _ => {}
             }
         }
-        if !self.rate_limit_admits(svc) {
+        let spec = &self.s.services[svc];
+        if spec.hosts.sheds()
+            && self.hosts[h].busy as f64 > spec.hosts.shed_above[priority as usize] * self.workers_now(h) as f64
+        {
+            // Prioritized shedding: this class is turned away while the host is this busy.
+            self.reply(id, Outcome::Status(spec.overload.status), spec.overload.retry_after);
+            return;
+        }
+        if !self.rate_limit_admits(h) {
             let limit = self.s.services[svc].rate_limit.expect("limited");
             self.reply(id, Outcome::Status(limit.status), limit.retry_after);
             return;
         }
-        if self.services[svc].busy < self.workers_now(svc) && self.services[svc].queue.is_empty() {
+        if !self.limit_admits(h, id) {
+            let overload = self.s.services[svc].overload;
+            self.reply(id, Outcome::Status(overload.status), overload.retry_after);
+            return;
+        }
+        if self.hosts[h].busy < self.workers_now(h) && self.hosts[h].queue.is_empty() {
             self.start(id);
         } else {
             self.enqueue(id);
-            self.fill_workers(svc);
+            self.fill_workers(h);
         }
     }
 
-    /// Accounts service `svc`'s queue and busy workers up to `now`.
-    pub(super) fn touch_service(&mut self, svc: usize, now: Nanos) {
-        let st = &mut self.services[svc];
+    /// Accounts host `h`'s queue and busy workers up to `now` (for its
+    /// service, and for itself when the service has replicas).
+    pub(super) fn touch_host(&mut self, h: usize, now: Nanos) {
+        let st = &mut self.hosts[h];
         let (from, qlen, busy) = (st.last_change, st.queue.len(), st.busy);
         st.last_change = now;
-        self.m.service_state(svc, from, now, qlen, busy);
+        self.m.service_state(st.service as usize, from, now, qlen, busy);
+        if let Some(slot) = st.slot {
+            self.m.service_state(slot as usize, from, now, qlen, busy);
+        }
     }
 
     /// A request gets a worker.
     pub(super) fn start(&mut self, id: Id) {
         let now = self.q.now();
-        let svc = self.requests.get(id).expect("live request").service as usize;
-        self.touch_service(svc, now);
-        self.services[svc].busy += 1;
+        let h = self.requests.get(id).expect("live request").host as usize;
+        self.touch_host(h, now);
+        self.hosts[h].busy += 1;
         self.requests.get_mut(id).expect("live").at_service = true;
         self.begin(id);
     }
@@ -75,8 +98,19 @@ impl World<'_> {
             return;
         }
         let req = self.requests.get(id).expect("live request");
-        let svc = req.service as usize;
-        let demand = self.s.services[svc].service_time.sample(&self.rng, &[purpose::SERVICE, req.rkey]);
+        let (svc, h) = (req.service as usize, req.host as usize);
+        let spec = &self.s.services[svc];
+        let mut demand = spec.service_time.sample(&self.rng, &[purpose::SERVICE, req.rkey]);
+        let fixed = matches!(spec.service_time, crate::model::Dist::Const(_));
+        if spec.per_inflight > 0 {
+            // Contention: slower the more other requests are in service.
+            let others = self.hosts[h].busy.saturating_sub(1) as u64;
+            demand = demand.saturating_add(spec.per_inflight.saturating_mul(others));
+        }
+        let speed = if self.has_slowdowns() { self.slowdown_at(h) } else { 1.0 };
+        if speed != 1.0 {
+            demand = from_secs_f64(demand as f64 * speed / 1e9);
+        }
         let row = match self.s.services[svc].occ_rows {
             Some(rows) => {
                 let it = self.intents.get(req.intent).expect("live intent");
@@ -90,7 +124,9 @@ impl World<'_> {
         r.executed = true;
         r.row = row;
         r.version = version;
-        if matches!(self.s.services[svc].service_time, crate::model::Dist::Const(_)) {
+        r.done_at = self.q.now().saturating_add(demand);
+        r.speed = speed;
+        if fixed {
             self.q.schedule_fixed(demand, Event::Done { req: id });
         } else {
             self.q.schedule_in(demand, Event::Done { req: id });
@@ -101,18 +137,27 @@ impl World<'_> {
     pub(super) fn on_done(&mut self, id: Id) {
         let now = self.q.now();
         // A crash may have reset the request meanwhile.
-        let Some(req) = self.requests.get(id).filter(|r| !r.killed) else {
+        // A slowdown may have moved the end of its work: this event is stale.
+        let Some(req) = self.requests.get_mut(id).filter(|r| !r.killed && r.done_at == now) else {
             return;
         };
+        req.done_at = NEVER;
         let (svc, demand, abandoned, intent) = (req.service as usize, req.demand, req.abandoned, req.intent);
+        let slot = self.hosts[req.host as usize].slot.map(|s| s as usize);
         if self.intents.get(intent).is_some_and(|it| it.in_window) {
-            self.m.service_work_ns[svc] += demand as f64;
-            if abandoned {
-                self.m.service_wasted_ns[svc] += demand as f64;
+            for k in std::iter::once(svc).chain(slot) {
+                self.m.service_work_ns[k] += demand as f64;
+                if abandoned {
+                    self.m.service_wasted_ns[k] += demand as f64;
+                }
             }
         }
         if abandoned {
-            self.m.series.at(now).wasted[svc] += 1;
+            let row = self.m.series.at(now);
+            row.wasted[svc] += 1;
+            if let Some(k) = slot {
+                row.wasted[k] += 1;
+            }
         }
         self.advance(id);
     }
@@ -123,25 +168,27 @@ impl World<'_> {
         let now = self.q.now();
         let r = self.requests.get_mut(id).expect("live request");
         r.at_service = false;
-        let (svc, held) = (r.service as usize, r.ledger_key.filter(|_| !r.committed));
-        self.touch_service(svc, now);
-        self.services[svc].busy -= 1;
+        let (h, held) = (r.host as usize, r.ledger_key.filter(|_| !r.committed));
+        self.touch_host(h, now);
+        self.hosts[h].busy -= 1;
         self.reply(id, outcome, None);
         if let Some(key) = held {
-            self.release_placeholder(svc, key);
+            self.release_placeholder(h, key);
         }
-        self.fill_workers(svc);
+        self.fill_workers(h);
     }
 
     /// Sends an answer back to the caller. An executed request's answer may
     /// be lost (`response_loss`) or turned into a reset (`reset`).
     pub(super) fn reply(&mut self, id: Id, mut outcome: Outcome, retry_after: Option<Nanos>) {
         let now = self.q.now();
+        self.limit_sample(id, outcome);
         let req = self.requests.get(id).expect("live request");
         let (svc, rkey, edge, executed) = (req.service as usize, req.rkey, req.edge as usize, req.executed);
+        let replica = self.hosts[req.host as usize].replica;
         if executed {
             for (fi, f) in self.s.faults.iter().enumerate() {
-                if f.target != svc || now < f.start || now >= f.end {
+                if !f.hits(svc, replica, now) {
                     continue;
                 }
                 match f.kind {
