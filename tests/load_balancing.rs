@@ -176,3 +176,19 @@ fn a_bad_host_costs_its_share_until_ejected_and_retries_elsewhere_win_the_rest()
     let m = estimate("retries to any host: success", 1.0, metric(&same, "success_rate"));
     assert!(m.ci.1 < o.ci.0, "{m} vs {o}");
 }
+
+#[test]
+fn peak_ewma_and_least_request_send_less_to_a_slow_host_than_round_robin() {
+    // Host api[1] is 10 times slower for the whole run.
+    let slow = |balancer: &str| {
+        let toml = hosts_experiment(300.0, 5.0, 4, balancer, 35).replace("workers = 1", "workers = 2")
+            + "\n[[faults]]\nkind = \"slowdown\"\ntarget = \"api[1]\"\nfactor = 10.0\n";
+        run(&common::load(&toml), 3)
+    };
+    let share = |runs: &[retrysim::metrics::RunResult]| estimate("api[1] share", 0.25, service_metric(runs, "api[1]", "requests_per_intent"));
+    let (rr, lr, pe) = (share(&slow("round_robin")), share(&slow("least_request")), share(&slow("peak_ewma")));
+    println!("{rr}\n{lr}\n{pe}");
+    assert!((rr.mean - 0.25).abs() < 0.001, "round robin ignores speed: {rr}");
+    assert!(lr.ci.1 < 0.2, "least_request: {lr}");
+    assert!(pe.ci.1 < lr.ci.0, "peak_ewma penalises latency itself: {pe} vs {lr}");
+}

@@ -221,3 +221,104 @@ fn shedding_by_priority_keeps_critical_requests_through_a_spike_of_sheddable_one
     // Without shedding the queue grows past the timeout and both classes fall.
     assert!(without[0] < 0.9 && without[1] < 0.9, "{without:?}");
 }
+
+/// One service `api` whose every request calls `db` behind a cache.
+fn cached(rate: f64, keys: u32, zipf: f64, ttl: &str, db_workers: u32, extra: &str) -> String {
+    format!(
+        r#"
+[experiment]
+name = "cache"
+duration = "60s"
+warmup = "10s"
+seed = 6
+
+[[clients]]
+name = "web"
+rate = "{rate}/s"
+target = "api"
+operation = "read"
+policy = {{ per_try_timeout = "1s" }}
+
+[[operations]]
+name = "read"
+idempotent = true
+
+[[services]]
+name = "api"
+workers = 200
+service_time = {{ dist = "const", value = "1ms" }}
+
+[[services.calls]]
+to = "db"
+cache = {{ keys = {keys}, zipf = {zipf}, ttl = "{ttl}" }}
+policy = {{ per_try_timeout = "200ms", max_attempts = 3, retry_on = ["timeout"] }}
+
+[[services]]
+name = "db"
+workers = {db_workers}
+service_time = {{ dist = "exp", mean = "10ms" }}
+
+[network]
+latency = {{ dist = "const", value = "0ms" }}
+{extra}
+"#
+    )
+}
+
+#[test]
+fn a_ttl_cache_hits_as_the_renewal_formula_says() {
+    // Key k is asked for at rate r_k = λ p_k (Zipf); each miss fills it for T,
+    // so a cycle has one miss and r_k T hits on average: the hit ratio is
+    // Σ p_k r_k T / (1 + r_k T) (exact for Poisson requests and TTL-on-miss,
+    // up to the fill landing one db round trip after the miss).
+    let (lambda, keys, s, ttl) = (500.0, 2000u32, 0.8, 2.0);
+    let h: f64 = (1..=keys).map(|k| (k as f64).powf(-s)).sum();
+    let hit: f64 = (1..=keys)
+        .map(|k| {
+            let p = (k as f64).powf(-s) / h;
+            let rt = lambda * p * ttl;
+            p * rt / (1.0 + rt)
+        })
+        .sum();
+    let runs = run(&common::load(&cached(lambda, keys, s, "2s", 50, "")), 5);
+    common::assert_covers("cache hit ratio", hit, common::service_metric(&runs, "api", "cache_hit_ratio"), 0.02);
+    // Every miss is one call to db.
+    let db = estimate("db requests per intent", 1.0 - hit, common::service_metric(&runs, "db", "requests_per_intent"));
+    assert!((db.mean - (1.0 - hit)).abs() < 0.01, "{db}");
+}
+
+#[test]
+fn a_flushed_cache_stays_cold_while_its_misses_time_out() {
+    // db serves 400/s; 1000 requests/s hit 80% warm, 0% cold.
+    let flush = "[[faults]]\nname = \"flush\"\nkind = \"cache_flush\"\ntarget = \"api\"\nstart = \"20s\"\n";
+    let runs = run(&common::load(&cached(1000.0, 20000, 1.0, "30s", 4, flush)), 3);
+    assert_eq!(storms(&runs), 3, "the misses overload db, time out and fill nothing");
+    let hit = estimate("hit ratio", 0.0, common::service_metric(&runs, "api", "cache_hit_ratio"));
+    assert!(hit.mean < 0.5, "{hit}");
+    // Without the flush the same cache keeps db below capacity.
+    let calm = run(&common::load(&cached(1000.0, 20000, 1.0, "30s", 4, "")), 3);
+    let ok = estimate("success without a flush", 1.0, metric(&calm, "success_rate"));
+    assert!(ok.mean > 0.99, "{ok}");
+    let warm = estimate("warm hit ratio", 0.0, common::service_metric(&calm, "api", "cache_hit_ratio"));
+    assert!(warm.mean > 0.7, "{warm}");
+    // A concurrency limit at db sheds the excess at once: what it keeps
+    // finishes in time, fills its entry, and the cache comes back.
+    let limit = format!("{flush}\n");
+    let limited = cached(1000.0, 20000, 1.0, "30s", 4, &limit)
+        .replace("name = \"db\"\n", "name = \"db\"\nconcurrency_limit = { kind = \"gradient2\", initial = 8, min = 4, max = 32 }\n");
+    let runs = run(&common::load(&limited), 3);
+    assert_eq!(storms(&runs), 0, "with a concurrency limit the cache refills");
+}
+
+#[test]
+fn a_concurrency_limit_ends_the_slowdown_storm() {
+    for kind in ["aimd", "vegas", "gradient2"] {
+        let toml = moonpool("3s", 4).replace(
+            "workers = 4\n",
+            &format!("workers = 4\nconcurrency_limit = {{ kind = \"{kind}\", initial = 8, min = 4, max = 40 }}\n"),
+        );
+        let runs = run(&common::load(&toml), 10);
+        println!("{kind}: {} storms of 10", storms(&runs));
+        assert_eq!(storms(&runs), 0, "{kind}");
+    }
+}
