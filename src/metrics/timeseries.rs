@@ -78,6 +78,7 @@ impl TimeSeries {
     }
 
     /// Adds `queue_len` and `busy` held constant over [from, to) to service `s`.
+    #[inline(always)]
     pub fn accumulate(&mut self, s: usize, from: Nanos, to: Nanos, queue_len: usize, busy: u32) {
         if to <= from || (queue_len == 0 && busy == 0) {
             return;

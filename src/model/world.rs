@@ -164,8 +164,8 @@ struct Call {
     last_outcome: Option<Outcome>,
     /// What the budget charged for the current attempt (refunded on success).
     retry_cost: f64,
-    /// Hosts (replica index below 64) this call has tried, for `retry_other_host`.
-    tried: u64,
+    /// Hosts (replica index below 32) this call has tried, for `retry_other_host`.
+    tried: u32,
     /// The cache key a successful answer fills, or [`NO_FILL`].
     fill: u32,
 }
@@ -202,8 +202,6 @@ struct Request {
     /// When its own work ends ([`NEVER`] outside its own work): a `Done`
     /// event for another time is stale (a slowdown moved it).
     done_at: Nanos,
-    /// The slowdown factor its remaining work was last timed with.
-    speed: f64,
     /// When it reached its host, and the requests admitted there then
     /// (itself included), for the concurrency limit.
     reached_at: Nanos,
@@ -241,6 +239,8 @@ struct ServiceState {
     next_rr: u32,
     /// Hosts ejected by outlier detection now.
     ejected: u32,
+    /// Whether it sheds some class by priority.
+    sheds: bool,
     /// Look-aside caches of its calls, by call index.
     caches: Vec<Option<Cache>>,
 }
@@ -282,6 +282,8 @@ struct HostState {
     /// Adaptive concurrency limit and the requests admitted under it.
     limiter: Option<Limiter>,
     admitted: u32,
+    /// The slowdown factor the work in service here was last timed with.
+    speed: f64,
 }
 
 /// A non-atomic ledger's record write in flight.
@@ -359,6 +361,8 @@ pub struct World<'s> {
     options: RunOptions,
     /// Whether any fault is a slowdown (else service times need no look at faults).
     slowdowns: bool,
+    /// Whether any fault is a brownout (else every host has all its workers).
+    brownouts: bool,
 }
 
 /// Runs replication `replication` of `scenario` to its end.
@@ -446,6 +450,7 @@ impl<'s> World<'s> {
                         outlier: OutlierHost::default(),
                         limiter: spec.hosts.concurrency_limit.map(Limiter::new),
                         admitted: 0,
+                        speed: 1.0,
                     });
                 }
                 let caches = spec
@@ -465,6 +470,7 @@ impl<'s> World<'s> {
                     first_host,
                     next_rr: 0,
                     ejected: 0,
+                    sheds: spec.hosts.sheds(),
                     caches,
                 }
             })
@@ -504,6 +510,7 @@ impl<'s> World<'s> {
             m: RunCollector::new(s),
             options,
             slowdowns: s.faults.iter().any(|f| matches!(f.kind, FaultKind::Slowdown { .. })),
+            brownouts: s.faults.iter().any(|f| matches!(f.kind, FaultKind::Brownout { .. })),
         };
         for c in 0..s.clients.len() {
             w.schedule_first_arrivals(c);

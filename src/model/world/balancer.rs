@@ -77,17 +77,22 @@ impl World<'_> {
         panic || !self.hosts[h].outlier.ejected
     }
 
-    /// The host that attempt `rkey` of a call on `edge` goes to.
-    pub(super) fn pick_host(&mut self, svc: usize, tried: u64, rkey: u64) -> usize {
+    /// The host that attempt `rkey` of a call to service `svc` goes to.
+    #[inline]
+    pub(super) fn pick_host(&mut self, svc: usize, tried: u32, rkey: u64) -> usize {
+        let first = self.services[svc].first_host as usize;
+        if self.s.services[svc].hosts.replicas == 1 { first } else { self.pick_among_hosts(svc, tried, rkey) }
+    }
+
+    /// [`World::pick_host`] for a service with replicas.
+    #[inline(never)]
+    fn pick_among_hosts(&mut self, svc: usize, tried: u32, rkey: u64) -> usize {
         let spec = &self.s.services[svc].hosts;
         let first = self.services[svc].first_host as usize;
         let n = spec.replicas as usize;
-        if n == 1 {
-            return first;
-        }
         let panic = (n - self.services[svc].ejected as usize) * 2 < n;
         let avoid = if spec.retry_other_host { tried } else { 0 };
-        let ok = |w: &World, r: usize, avoid: u64| w.healthy(first + r, panic) && (r >= 64 || avoid & (1 << r) == 0);
+        let ok = |w: &World, r: usize, avoid: u32| w.healthy(first + r, panic) && (r >= 32 || avoid & (1 << r) == 0);
         let mut count = (0..n).filter(|&r| ok(self, r, avoid)).count();
         let avoid = if count == 0 {
             count = (0..n).filter(|&r| ok(self, r, 0)).count();

@@ -59,10 +59,9 @@ impl World<'_> {
         let attempt = call.attempts;
         let callee = self.s.edges[edge].to;
         let host = self.pick_host(callee, call.tried, rkey);
-        let call = self.calls.get_mut(id).expect("live");
         let replica = self.hosts[host].replica;
-        if replica < 64 {
-            call.tried |= 1 << replica;
+        if self.hosts[host].slot.is_some() && replica < 32 {
+            self.calls.get_mut(id).expect("live").tried |= 1 << replica;
         }
         let call = self.calls.get(id).expect("live");
         let req = self.requests.insert(Request {
@@ -85,7 +84,6 @@ impl World<'_> {
             committed: false,
             demand: 0,
             done_at: NEVER,
-            speed: 1.0,
             reached_at: 0,
             inflight_at: 0,
             admitted: false,

@@ -8,9 +8,15 @@ use crate::config::Discipline;
 impl World<'_> {
     /// Workers available now at host `h`: the service's workers times the
     /// capacity left by every brownout in force there.
+    #[inline(always)]
     pub(super) fn workers_now(&self, h: usize) -> u32 {
-        let now = self.q.now();
+        if self.brownouts { self.workers_in_brownout(h) } else { self.s.services[self.hosts[h].service as usize].workers }
+    }
+
+    /// [`World::workers_now`] when some fault is a brownout.
+    fn workers_in_brownout(&self, h: usize) -> u32 {
         let (svc, replica) = (self.hosts[h].service as usize, self.hosts[h].replica);
+        let now = self.q.now();
         let mut capacity = 1.0;
         for f in &self.s.faults {
             if let FaultKind::Brownout { capacity: c } = f.kind
@@ -108,7 +114,9 @@ impl World<'_> {
             }
             let expired = self.requests.get(next).is_some_and(|r| r.abandoned);
             if spec.drop_expired && expired {
-                self.limit_sample(next, Outcome::Timeout);
+                if self.requests.get(next).is_some_and(|r| r.admitted) {
+                    self.limit_sample(next, Outcome::Timeout);
+                }
                 self.leave(next);
                 continue;
             }

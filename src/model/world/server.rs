@@ -17,7 +17,6 @@ impl World<'_> {
             return;
         }
         let it = self.intents.get(req.intent);
-        let priority = it.map_or(Default::default(), |it| self.s.clients[it.client as usize].priority);
         if it.is_some_and(|it| it.in_window) {
             self.m.service_arrivals[svc] += 1;
             if let Some(slot) = self.hosts[h].slot {
@@ -44,9 +43,7 @@ impl World<'_> {
             }
         }
         let spec = &self.s.services[svc];
-        if spec.hosts.sheds()
-            && self.hosts[h].busy as f64 > spec.hosts.shed_above[priority as usize] * self.workers_now(h) as f64
-        {
+        if self.services[svc].sheds && self.shed_by_priority(id, h) {
             // Prioritized shedding: this class is turned away while the host is this busy.
             self.reply(id, Outcome::Status(spec.overload.status), spec.overload.retry_after);
             return;
@@ -56,7 +53,7 @@ impl World<'_> {
             self.reply(id, Outcome::Status(limit.status), limit.retry_after);
             return;
         }
-        if !self.limit_admits(h, id) {
+        if self.hosts[h].limiter.is_some() && !self.limit_admits(h, id) {
             let overload = self.s.services[svc].overload;
             self.reply(id, Outcome::Status(overload.status), overload.retry_after);
             return;
@@ -69,16 +66,32 @@ impl World<'_> {
         }
     }
 
+    /// Whether request `id`'s class is shed at host `h` now: more of the
+    /// workers left are busy than its class's threshold allows.
+    fn shed_by_priority(&self, id: Id, h: usize) -> bool {
+        let req = self.requests.get(id).expect("live request");
+        let spec = &self.s.services[req.service as usize].hosts;
+        let priority = self.intents.get(req.intent).map_or(Default::default(), |it| self.s.clients[it.client as usize].priority);
+        self.hosts[h].busy as f64 > spec.shed_above[priority as usize] * self.workers_now(h) as f64
+    }
+
     /// Accounts host `h`'s queue and busy workers up to `now` (for its
     /// service, and for itself when the service has replicas).
     pub(super) fn touch_host(&mut self, h: usize, now: Nanos) {
         let st = &mut self.hosts[h];
         let (from, qlen, busy) = (st.last_change, st.queue.len(), st.busy);
         st.last_change = now;
+        let slot = st.slot;
         self.m.service_state(st.service as usize, from, now, qlen, busy);
-        if let Some(slot) = st.slot {
-            self.m.service_state(slot as usize, from, now, qlen, busy);
+        if let Some(slot) = slot {
+            self.touch_host_slot(slot as usize, from, now, qlen, busy);
         }
+    }
+
+    /// [`World::touch_host`] for the host's own metrics slot.
+    #[inline(never)]
+    fn touch_host_slot(&mut self, slot: usize, from: Nanos, now: Nanos, qlen: usize, busy: u32) {
+        self.m.service_state(slot, from, now, qlen, busy);
     }
 
     /// A request gets a worker.
@@ -107,9 +120,11 @@ impl World<'_> {
             let others = self.hosts[h].busy.saturating_sub(1) as u64;
             demand = demand.saturating_add(spec.per_inflight.saturating_mul(others));
         }
-        let speed = if self.has_slowdowns() { self.slowdown_at(h) } else { 1.0 };
-        if speed != 1.0 {
-            demand = from_secs_f64(demand as f64 * speed / 1e9);
+        if self.has_slowdowns() {
+            let speed = self.slowdown_at(h);
+            if speed != 1.0 {
+                demand = from_secs_f64(demand as f64 * speed / 1e9);
+            }
         }
         let row = match self.s.services[svc].occ_rows {
             Some(rows) => {
@@ -125,7 +140,6 @@ impl World<'_> {
         r.row = row;
         r.version = version;
         r.done_at = self.q.now().saturating_add(demand);
-        r.speed = speed;
         if fixed {
             self.q.schedule_fixed(demand, Event::Done { req: id });
         } else {
@@ -143,21 +157,11 @@ impl World<'_> {
         };
         req.done_at = NEVER;
         let (svc, demand, abandoned, intent) = (req.service as usize, req.demand, req.abandoned, req.intent);
-        let slot = self.hosts[req.host as usize].slot.map(|s| s as usize);
-        if self.intents.get(intent).is_some_and(|it| it.in_window) {
-            for k in std::iter::once(svc).chain(slot) {
-                self.m.service_work_ns[k] += demand as f64;
-                if abandoned {
-                    self.m.service_wasted_ns[k] += demand as f64;
-                }
-            }
-        }
-        if abandoned {
-            let row = self.m.series.at(now);
-            row.wasted[svc] += 1;
-            if let Some(k) = slot {
-                row.wasted[k] += 1;
-            }
+        let slot = self.hosts[req.host as usize].slot;
+        let in_window = self.intents.get(intent).is_some_and(|it| it.in_window);
+        self.account_work(svc, demand, abandoned, in_window, now);
+        if let Some(k) = slot {
+            self.account_work(k as usize, demand, abandoned, in_window, now);
         }
         self.advance(id);
     }
@@ -178,11 +182,27 @@ impl World<'_> {
         self.fill_workers(h);
     }
 
+    /// Work of `demand` finished at metrics slot `k` (a service or a host).
+    #[inline]
+    fn account_work(&mut self, k: usize, demand: Nanos, abandoned: bool, in_window: bool, now: Nanos) {
+        if in_window {
+            self.m.service_work_ns[k] += demand as f64;
+            if abandoned {
+                self.m.service_wasted_ns[k] += demand as f64;
+            }
+        }
+        if abandoned {
+            self.m.series.at(now).wasted[k] += 1;
+        }
+    }
+
     /// Sends an answer back to the caller. An executed request's answer may
     /// be lost (`response_loss`) or turned into a reset (`reset`).
     pub(super) fn reply(&mut self, id: Id, mut outcome: Outcome, retry_after: Option<Nanos>) {
         let now = self.q.now();
-        self.limit_sample(id, outcome);
+        if self.requests.get(id).expect("live request").admitted {
+            self.limit_sample(id, outcome);
+        }
         let req = self.requests.get(id).expect("live request");
         let (svc, rkey, edge, executed) = (req.service as usize, req.rkey, req.edge as usize, req.executed);
         let replica = self.hosts[req.host as usize].replica;

@@ -1,7 +1,8 @@
 //! Slowdowns (a CPU cut, a noisy neighbour): while a `slowdown` fault is in
 //! force every service time at its target is multiplied by its factor, and
 //! when one starts or ends, work already in service goes on at the new
-//! speed for the rest of its time.
+//! speed for the rest of its time. All work in service at a host was
+//! timed with the host's current factor, which each change re-times.
 
 use super::*;
 
@@ -33,6 +34,8 @@ impl World<'_> {
                 continue;
             }
             let factor = self.slowdown_at(h);
+            let old = self.hosts[h].speed;
+            self.hosts[h].speed = factor;
             let working: Vec<Id> = self
                 .requests
                 .ids()
@@ -43,12 +46,11 @@ impl World<'_> {
                 .collect();
             for id in working {
                 let r = self.requests.get_mut(id).expect("live");
-                let left = r.done_at.saturating_sub(now) as f64 / r.speed;
+                let left = r.done_at.saturating_sub(now) as f64 / old;
                 let done_at = now.saturating_add(from_secs_f64(left * factor / 1e9));
                 // The work's length as it will have been served.
                 r.demand = (r.demand as i128 + done_at as i128 - r.done_at as i128).max(0) as Nanos;
                 r.done_at = done_at;
-                r.speed = factor;
                 self.q.schedule_at(done_at, Event::Done { req: id });
             }
         }
