@@ -67,7 +67,8 @@ fn every_host_has_its_metrics_columns_and_fault_rows() {
     let up = services["api[0]"]["success_rate"]["mean"].as_f64().unwrap();
     assert!(down < 0.99 && up > 0.999, "api[1] {down}, api[0] {up}");
     assert!(services["api"]["ejections"]["mean"].as_f64().unwrap() >= 1.0);
-    let shares: f64 = (0..3).map(|h| services[format!("api[{h}]")]["requests_per_intent"]["mean"].as_f64().unwrap()).sum();
+    let shares: f64 =
+        (0..3).map(|h| services[format!("api[{h}]")]["requests_per_intent"]["mean"].as_f64().unwrap()).sum();
     let total = services["api"]["requests_per_intent"]["mean"].as_f64().unwrap();
     assert!((shares - total).abs() < 1e-9, "hosts {shares} vs service {total}");
 
@@ -86,7 +87,9 @@ fn every_host_has_its_metrics_columns_and_fault_rows() {
 
 #[test]
 fn a_variant_with_fewer_hosts_leaves_their_columns_empty() {
-    let toml = format!("{BASE}\n[[variants]]\nname = \"three\"\n\n[[variants]]\nname = \"two\"\nset = {{ \"services.api.replicas\" = 2, \"faults.down.target\" = \"api[0]\" }}\n");
+    let toml = format!(
+        "{BASE}\n[[variants]]\nname = \"three\"\n\n[[variants]]\nname = \"two\"\nset = {{ \"services.api.replicas\" = 2, \"faults.down.target\" = \"api[0]\" }}\n"
+    );
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = retrysim(dir.path(), &toml, &["run", "--out", out.to_str().unwrap(), "--no-plots", "-q"]);
@@ -103,10 +106,18 @@ fn bad_host_settings_are_clear_errors() {
     let cases: [(&str, &str, &str); 9] = [
         ("faults.down.target=api[3]", "faults.down.target", "has 3 host(s), addressed api[0] to api[2]"),
         ("faults.down.target=api[x]", "faults.down.target", "service[index]"),
-        ("services.api.balancer=fastest", "services.api.balancer", "allowed are round_robin, random, least_request, peak_ewma"),
+        (
+            "services.api.balancer=fastest",
+            "services.api.balancer",
+            "allowed are round_robin, random, least_request, peak_ewma",
+        ),
         ("services.api.replicas=0", "services.api.replicas", "from 1 to 10000"),
         ("services.api.outlier_detection.max_ejection_percent=150", "max_ejection_percent", "percentage"),
-        ("services.api.concurrency_limit={ kind = \"aimd\", smoothing = 0.5 }", "concurrency_limit.smoothing", "not a field of kind = \"aimd\""),
+        (
+            "services.api.concurrency_limit={ kind = \"aimd\", smoothing = 0.5 }",
+            "concurrency_limit.smoothing",
+            "not a field of kind = \"aimd\"",
+        ),
         ("services.api.shed_by_priority={ sheddable = 1.5 }", "shed_by_priority.sheddable", "from 0 to 1"),
         ("clients.web.priority=urgent", "clients.web.priority", "critical, degraded, sheddable"),
         ("faults.down.kind=slowdown", "faults.down.factor", "required"),
@@ -126,7 +137,8 @@ fn bad_host_settings_are_clear_errors() {
     let o = retrysim(dir.path(), &latency, &["lint", "-q"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.code() == Some(2) && err.contains("network.latency.per_inflight"), "{err}");
-    let flush = BASE.replace("target = \"api[1]\"\nstart = \"5s\"\nduration = \"5s\"", "target = \"api\"\nstart = \"5s\"");
+    let flush =
+        BASE.replace("target = \"api[1]\"\nstart = \"5s\"\nduration = \"5s\"", "target = \"api\"\nstart = \"5s\"");
     let o = retrysim(dir.path(), &flush, &["lint", "--set", "faults.down.kind=cache_flush", "-q"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.code() == Some(2) && err.contains("has no call with a `cache`"), "{err}");

@@ -62,7 +62,12 @@ fn random_over_identical_hosts_makes_each_an_mm1_queue_at_lambda_over_n() {
         assert_covers(&format!("{name} utilisation"), per_host / mu, service_metric(&runs, &name, "utilization"), 0.03);
         let rho = per_host / mu;
         // M/M/1 mean number waiting: ρ² / (1 − ρ).
-        assert_covers(&format!("{name} queue"), rho * rho / (1.0 - rho), service_metric(&runs, &name, "queue_len"), 0.15);
+        assert_covers(
+            &format!("{name} queue"),
+            rho * rho / (1.0 - rho),
+            service_metric(&runs, &name, "queue_len"),
+            0.15,
+        );
         assert_covers(
             &format!("{name} share of the requests"),
             1.0 / n,
@@ -185,7 +190,9 @@ fn peak_ewma_and_least_request_send_less_to_a_slow_host_than_round_robin() {
             + "\n[[faults]]\nkind = \"slowdown\"\ntarget = \"api[1]\"\nfactor = 10.0\n";
         run(&common::load(&toml), 3)
     };
-    let share = |runs: &[retrysim::metrics::RunResult]| estimate("api[1] share", 0.25, service_metric(runs, "api[1]", "requests_per_intent"));
+    let share = |runs: &[retrysim::metrics::RunResult]| {
+        estimate("api[1] share", 0.25, service_metric(runs, "api[1]", "requests_per_intent"))
+    };
     let (rr, lr, pe) = (share(&slow("round_robin")), share(&slow("least_request")), share(&slow("peak_ewma")));
     println!("{rr}\n{lr}\n{pe}");
     assert!((rr.mean - 0.25).abs() < 0.001, "round robin ignores speed: {rr}");

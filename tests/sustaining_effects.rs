@@ -304,8 +304,10 @@ fn a_flushed_cache_stays_cold_while_its_misses_time_out() {
     // A concurrency limit at db sheds the excess at once: what it keeps
     // finishes in time, fills its entry, and the cache comes back.
     let limit = format!("{flush}\n");
-    let limited = cached(1000.0, 20000, 1.0, "30s", 4, &limit)
-        .replace("name = \"db\"\n", "name = \"db\"\nconcurrency_limit = { kind = \"gradient2\", initial = 8, min = 4, max = 32 }\n");
+    let limited = cached(1000.0, 20000, 1.0, "30s", 4, &limit).replace(
+        "name = \"db\"\n",
+        "name = \"db\"\nconcurrency_limit = { kind = \"gradient2\", initial = 8, min = 4, max = 32 }\n",
+    );
     let runs = run(&common::load(&limited), 3);
     assert_eq!(storms(&runs), 0, "with a concurrency limit the cache refills");
 }

@@ -4,7 +4,9 @@
 use crate::analysis::{RunSet, Summary, summarize};
 use crate::config::Experiment;
 use crate::engine::to_secs_f64;
-use crate::metrics::{EDGE_METRICS, EFFECT_METRICS, HOST_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS};
+use crate::metrics::{
+    EDGE_METRICS, EFFECT_METRICS, HOST_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS,
+};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 

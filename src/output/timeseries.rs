@@ -55,10 +55,9 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
                 let sv = &s.services[k];
                 match host {
                     None => Some((k, (sv.workers * sv.hosts.replicas) as f64)),
-                    Some(r) => slots
-                        .iter()
-                        .position(|&x| x == (k, r))
-                        .map(|j| (s.services.len() + j, sv.workers as f64)),
+                    Some(r) => {
+                        slots.iter().position(|&x| x == (k, r)).map(|j| (s.services.len() + j, sv.workers as f64))
+                    }
                 }
             })
             .collect();

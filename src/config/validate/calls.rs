@@ -117,7 +117,9 @@ pub fn calls(
                 cache: match &c.cache {
                     None => None,
                     Some(_) if when == When::Outbox => {
-                        return Err(v.err(&f("cache"), "not used with when = \"outbox\": a relay has nothing to look up"));
+                        return Err(
+                            v.err(&f("cache"), "not used with when = \"outbox\": a relay has nothing to look up")
+                        );
                     }
                     Some(raw) => Some(super::hosts::cache(v, raw, &f("cache"))?),
                 },

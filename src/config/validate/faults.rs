@@ -204,7 +204,10 @@ fn target_of(v: &V, services: &[ServiceSpec], name: &str, field: &str) -> InputR
         if h >= replicas {
             return Err(v.err(
                 field,
-                format!("\"{name}\": \"{service}\" has {replicas} host(s), addressed {service}[0] to {service}[{}]", replicas - 1),
+                format!(
+                    "\"{name}\": \"{service}\" has {replicas} host(s), addressed {service}[0] to {service}[{}]",
+                    replicas - 1
+                ),
             ));
         }
     }

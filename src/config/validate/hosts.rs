@@ -102,9 +102,10 @@ fn limit(v: &V, l: &LimitRaw, field: &str) -> InputResult<LimitSpec> {
         "vegas" => &["smoothing", "probe_multiplier"],
         "gradient2" => &["smoothing", "long_window", "queue_size"],
         other => {
-            return Err(
-                v.err(&f("kind"), format!("unknown concurrency limit \"{other}\": allowed are aimd, vegas, gradient2"))
-            );
+            return Err(v.err(
+                &f("kind"),
+                format!("unknown concurrency limit \"{other}\": allowed are aimd, vegas, gradient2"),
+            ));
         }
     };
     if let Some(extra) = first_extra(&present, takes) {
@@ -124,7 +125,9 @@ fn limit(v: &V, l: &LimitRaw, field: &str) -> InputResult<LimitSpec> {
         "aimd" => {
             let backoff_ratio = l.backoff_ratio.unwrap_or(0.9);
             if !(0.5..1.0).contains(&backoff_ratio) {
-                return Err(v.err(&f("backoff_ratio"), format!("must be in [0.5, 1) as in AIMDLimit, got {backoff_ratio}")));
+                return Err(
+                    v.err(&f("backoff_ratio"), format!("must be in [0.5, 1) as in AIMDLimit, got {backoff_ratio}"))
+                );
             }
             let timeout = v.positive_dur(&f("timeout"), l.timeout.as_ref(), 5_000_000_000)?;
             (LimitKind::Aimd { backoff_ratio, timeout }, 10, 1, 1000)

@@ -106,7 +106,8 @@ impl World<'_> {
         }
         // The k-th eligible replica.
         let nth = |w: &World, k: usize| (0..n).filter(|&r| ok(w, r, avoid)).nth(k).expect("k < count");
-        let draw = |w: &World, i: u64| ((w.rng.unit(&[purpose::BALANCE, rkey, i]) * count as f64) as usize).min(count - 1);
+        let draw =
+            |w: &World, i: u64| ((w.rng.unit(&[purpose::BALANCE, rkey, i]) * count as f64) as usize).min(count - 1);
         let replica = match spec.balancer {
             Balancer::RoundRobin => {
                 let st = &mut self.services[svc];
@@ -128,8 +129,8 @@ impl World<'_> {
                 } else {
                     // tower p2c: two distinct hosts; the lower cost wins, the first on ties.
                     let i = draw(self, 0);
-                    let mut j = ((self.rng.unit(&[purpose::BALANCE, rkey, 1]) * (count - 1) as f64) as usize)
-                        .min(count - 2);
+                    let mut j =
+                        ((self.rng.unit(&[purpose::BALANCE, rkey, 1]) * (count - 1) as f64) as usize).min(count - 2);
                     if j >= i {
                         j += 1;
                     }

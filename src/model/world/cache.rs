@@ -24,7 +24,11 @@ impl Cache {
         let ttl = if spec.ttl == NEVER { NEVER } else { spec.ttl };
         let expires = (0..spec.keys)
             .map(|k| {
-                if ttl == NEVER { NEVER } else { (rng.unit(&[purpose::CACHE_WARM, base, k as u64]) * ttl as f64) as Nanos }
+                if ttl == NEVER {
+                    NEVER
+                } else {
+                    (rng.unit(&[purpose::CACHE_WARM, base, k as u64]) * ttl as f64) as Nanos
+                }
             })
             .collect();
         let zipf = (spec.zipf > 0.0).then(|| rand_distr::Zipf::new(spec.keys as f64, spec.zipf).expect("validated"));

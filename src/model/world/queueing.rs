@@ -10,7 +10,11 @@ impl World<'_> {
     /// capacity left by every brownout in force there.
     #[inline(always)]
     pub(super) fn workers_now(&self, h: usize) -> u32 {
-        if self.brownouts { self.workers_in_brownout(h) } else { self.s.services[self.hosts[h].service as usize].workers }
+        if self.brownouts {
+            self.workers_in_brownout(h)
+        } else {
+            self.s.services[self.hosts[h].service as usize].workers
+        }
     }
 
     /// [`World::workers_now`] when some fault is a brownout.

@@ -71,7 +71,8 @@ impl World<'_> {
     fn shed_by_priority(&self, id: Id, h: usize) -> bool {
         let req = self.requests.get(id).expect("live request");
         let spec = &self.s.services[req.service as usize].hosts;
-        let priority = self.intents.get(req.intent).map_or(Default::default(), |it| self.s.clients[it.client as usize].priority);
+        let priority =
+            self.intents.get(req.intent).map_or(Default::default(), |it| self.s.clients[it.client as usize].priority);
         self.hosts[h].busy as f64 > spec.shed_above[priority as usize] * self.workers_now(h) as f64
     }
 
