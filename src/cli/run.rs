@@ -157,15 +157,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     }
 
     let replications = set.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);
+    let show = exp.show();
     match args.sim.format {
         Format::Table => print!(
-            "{}{}",
-            output::table::render_text(&summaries, replications)
-                + &precision_line(precision.as_ref())
-                + &output::table::render_vs_baseline(&summaries),
-            output::table::render_breakdown(&summaries)
+            "{}{}{}{}",
+            output::table::render_text(&summaries, replications, &show) + &precision_line(precision.as_ref()),
+            output::vs_baseline::render_vs_baseline(&summaries, &show),
+            output::notes::render_identical(&summaries),
+            output::notes::render_breakdown(&summaries)
         ),
-        Format::Markdown => print!("{}", output::table::render_markdown(&summaries)),
+        Format::Markdown => print!("{}", output::table::render_markdown(&summaries, &show)),
         Format::Csv => print!("{csv}"),
         Format::Json => print!("{json}"),
     }

@@ -268,6 +268,7 @@ pub fn summary_json(exp: &Experiment, set: &RunSet, summaries: &[VariantSummary]
             "duration_s": to_secs_f64(first.duration),
             "warmup_s": to_secs_f64(first.warmup),
             "bin_s": to_secs_f64(first.bin),
+            "show": exp.show(),
         },
         "variants": variants,
     })
