@@ -77,13 +77,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         exp.variants.retain(|v| args.variants.contains(&v.variant));
     }
     if !args.exp.quiet {
-        let mut seen = std::collections::BTreeSet::new();
-        for v in &exp.variants {
-            for line in crate::analysis::lint::warnings_for_run(v) {
-                if seen.insert(line.clone()) {
-                    eprintln!("{line}");
-                }
-            }
+        for line in crate::analysis::lint::warnings_for_variants(&exp.variants) {
+            eprintln!("{line}");
         }
     }
     let baseline = match &args.baseline {
