@@ -357,7 +357,10 @@ fn run_gets_one_line_per_warning() {
     let lines = warnings_for_run(&bad.variants[0]);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines.iter().all(|l| !l.contains('\n')));
-    assert!(lines[0].starts_with("lint warning [no-budget] variant \"clean\": clients.web.policy.budget: "), "{lines:?}");
+    assert!(
+        lines[0].starts_with("lint warning [no-budget] variant \"clean\": clients.web.policy.budget: "),
+        "{lines:?}"
+    );
     assert!(
         lines[1].starts_with("lint warning [memory-ledger] variant \"clean\": services.api.idempotency.store: "),
         "{lines:?}"
@@ -377,7 +380,9 @@ fn run_names_the_variants_of_each_warning() {
     let lines = warnings_for_variants(&loaded.variants);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
-        lines[0].starts_with("lint warning [memory-ledger] variants \"memory\", \"memory, no budget\": services.api.idempotency.store: "),
+        lines[0].starts_with(
+            "lint warning [memory-ledger] variants \"memory\", \"memory, no budget\": services.api.idempotency.store: "
+        ),
         "{lines:?}"
     );
     assert!(lines[1].starts_with("lint warning [no-budget] variant \"memory, no budget\": "), "{lines:?}");

@@ -78,9 +78,8 @@ impl Range {
     /// `utilization` and `hedge_wins` metrics; every other metric is a
     /// count, rate, time or latency.
     pub fn of(name: &str) -> Range {
-        let share = name.ends_with("_fraction")
-            || name.ends_with("_rate")
-            || matches!(name, "utilization" | "hedge_wins");
+        let share =
+            name.ends_with("_fraction") || name.ends_with("_rate") || matches!(name, "utilization" | "hedge_wins");
         if share { Range::Share } else { Range::NonNegative }
     }
 

@@ -117,8 +117,7 @@ pub fn headline(c: &ClassCounters, x: &Context) -> MetricMap {
     put("intents", Some(intents));
     put("success_rate", per_intent(c.ok as f64));
     // Burst clients: from the burst's start to the end of its last intent.
-    let completion =
-        x.burst_start.filter(|_| c.intents > 0).map(|start| to_secs_f64(c.last_end.saturating_sub(start)));
+    let completion = x.burst_start.filter(|_| c.intents > 0).map(|start| to_secs_f64(c.last_end.saturating_sub(start)));
     put("burst_completion_s", completion);
     let goodput = if x.bursts_only {
         completion.filter(|&t| t > 0.0).map(|t| c.ok as f64 / t)

@@ -89,7 +89,12 @@ pub fn recovery(
         return Recovery { recovery_time_s: None, recovered: None, collapse_time_s: collapse, never_healthy: true };
     }
     if last_end == NEVER || last_end >= duration {
-        return Recovery { recovery_time_s: None, recovered: Some(0.0), collapse_time_s: collapse, never_healthy: false };
+        return Recovery {
+            recovery_time_s: None,
+            recovered: Some(0.0),
+            collapse_time_s: collapse,
+            never_healthy: false,
+        };
     }
     // First window of 5 whole bins after the last disturbance whose mean
     // ratio is back to 95% of the baseline.

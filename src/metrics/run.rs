@@ -117,9 +117,11 @@ impl RunCollector {
     fn baseline_overloaded(&self, s: &Scenario) -> bool {
         let secs = to_secs_f64(self.baseline.1.saturating_sub(self.baseline.0));
         secs > 0.0
-            && self.baseline_arrivals.iter().enumerate().any(|(i, &a)| {
-                a as f64 / secs > crate::model::unloaded::capacity_per_s(s, i) * (1.0 + 1e-9)
-            })
+            && self
+                .baseline_arrivals
+                .iter()
+                .enumerate()
+                .any(|(i, &a)| a as f64 / secs > crate::model::unloaded::capacity_per_s(s, i) * (1.0 + 1e-9))
     }
 
     /// Computes the metrics of the finished run.

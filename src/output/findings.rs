@@ -101,7 +101,11 @@ fn vs_findings(v: &Value, base: &Value, out: &mut Vec<String>) {
                 b + d
             ));
         } else {
-            no_difference.push(format!("amplification at {service} ({:+.0}% ± {:.0}%)", d / b * 100.0, (h / b).abs() * 100.0));
+            no_difference.push(format!(
+                "amplification at {service} ({:+.0}% ± {:.0}%)",
+                d / b * 100.0,
+                (h / b).abs() * 100.0
+            ));
         }
     }
     if !no_difference.is_empty() {
@@ -185,7 +189,8 @@ fn as_variant_summary(v: &Value) -> crate::output::VariantSummary {
         .map(|o| {
             o.iter()
                 .map(|(k, m)| {
-                    let values = m["values"].as_array().map(|a| a.iter().map(Value::as_f64).collect()).unwrap_or_default();
+                    let values =
+                        m["values"].as_array().map(|a| a.iter().map(Value::as_f64).collect()).unwrap_or_default();
                     (k.clone(), Summary { mean: mean(m), ci95: None, values })
                 })
                 .collect()

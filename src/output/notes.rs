@@ -142,4 +142,28 @@ mod tests {
             assert_ne!(fmt_share(n, 1e7).trim_end_matches('%').parse::<f64>().unwrap(), 0.0);
         }
     }
+
+    #[test]
+    fn the_breakdown_shows_rare_failures() {
+        use crate::analysis::Summary;
+        let v = VariantSummary {
+            name: "v".into(),
+            policy: String::new(),
+            metrics: vec![("intents".into(), Summary { mean: None, ci95: None, values: vec![Some(300_000.0); 2] })],
+            reasons: Default::default(),
+            amplification_service: String::new(),
+            clients: Vec::new(),
+            edges: Vec::new(),
+            services: Vec::new(),
+            effects: Vec::new(),
+            failures: [("timeout (max_attempts)".to_string(), 90_000), ("502".to_string(), 12)].into(),
+            denials: Default::default(),
+            latency_cdf: Vec::new(),
+            vs_baseline: Vec::new(),
+            baseline: String::new(),
+        };
+        let text = render_breakdown(&[v]);
+        assert!(text.contains("v: failed: timeout (max_attempts) 15.00%, 502 0.0020%\n"), "{text}");
+        assert!(!text.contains("0.00%"), "{text}");
+    }
 }

@@ -123,8 +123,10 @@ pub fn write_report(dir: &Path, chart_names: &[String]) -> anyhow::Result<()> {
     for f in &found {
         let _ = writeln!(md, "- {f}");
     }
-    let _ =
-        write!(md, "\n## Comparison\n\nMean ± 95% CI half-width over the replications (+above/-below where the interval stops at 0 or 100%); p50, p99 and p99.9 are latencies of successful intents, p99 all of every intent.\n\n{md_table}\n## Charts\n\n");
+    let _ = write!(
+        md,
+        "\n## Comparison\n\nMean ± 95% CI half-width over the replications (+above/-below where the interval stops at 0 or 100%); p50, p99 and p99.9 are latencies of successful intents, p99 all of every intent.\n\n{md_table}\n## Charts\n\n"
+    );
     for name in chart_names {
         let _ = writeln!(md, "![{name}]({name}.png)\n");
     }

@@ -199,7 +199,9 @@ impl SweepDoc {
             v.metrics.get("recovered_fraction").and_then(|m| m.reason.as_deref()) == Some(crate::metrics::NEVER_HEALTHY)
         });
         if never_healthy {
-            out.push_str("never healthy: already overloaded before the first disturbance, so recovery is not measured there\n");
+            out.push_str(
+                "never healthy: already overloaded before the first disturbance, so recovery is not measured there\n",
+            );
         }
         for k in &self.knees {
             out.push_str(&format!(

@@ -60,7 +60,9 @@ pub fn render_vs_baseline(summaries: &[VariantSummary], show: &[String]) -> Stri
             if faster && success_only_latency(c.metric) {
                 let success = v.difference("success_rate").and_then(|d| d.mean);
                 text.push_str(&match success {
-                    Some(s) => format!(" with success {}{}", if s > 0.0 { "+" } else { "" }, fmt_value(s, Style::Percent)),
+                    Some(s) => {
+                        format!(" with success {}{}", if s > 0.0 { "+" } else { "" }, fmt_value(s, Style::Percent))
+                    }
                     None => " with success —".into(),
                 });
             }

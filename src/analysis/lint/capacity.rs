@@ -13,9 +13,8 @@ impl Graph<'_> {
     /// near-capacity (above 80%), one finding per service.
     pub(super) fn capacity_rules(&self, out: &mut Vec<Finding>) {
         let s = self.s;
-        let per_client: Vec<Option<(SteadyRate, Vec<f64>)>> = (0..s.clients.len())
-            .map(|c| steady_rate(s, c).map(|r| (r, requests_per_intent(s, c))))
-            .collect();
+        let per_client: Vec<Option<(SteadyRate, Vec<f64>)>> =
+            (0..s.clients.len()).map(|c| steady_rate(s, c).map(|r| (r, requests_per_intent(s, c)))).collect();
         for (svc, spec) in s.services.iter().enumerate() {
             let mut demand = 0.0;
             let mut parts = Vec::new();
@@ -32,11 +31,7 @@ impl Graph<'_> {
                     SteadyRate::Open(r) => format!("{}/s", number(*r)),
                     SteadyRate::AtMost(r) => format!("at most {}/s (count / mean think time)", number(*r)),
                 };
-                parts.push(format!(
-                    "clients.{} {how} x {} request(s) per intent",
-                    s.clients[c].name,
-                    number(n)
-                ));
+                parts.push(format!("clients.{} {how} x {} request(s) per intent", s.clients[c].name, number(n)));
             }
             let capacity = capacity_per_s(s, svc);
             if demand == 0.0 || !capacity.is_finite() {
