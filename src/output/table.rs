@@ -19,7 +19,9 @@ pub fn fmt_value(x: f64, style: Style) -> String {
 /// Seconds in a readable unit: `850µs`, `12.3ms`, `1.24s`.
 pub fn fmt_seconds(x: f64) -> String {
     let (sign, a) = if x < 0.0 { ("-", -x) } else { ("", x) };
-    if a < 1e-3 {
+    if a == 0.0 {
+        "0s".into()
+    } else if a < 1e-3 {
         format!("{sign}{:.0}µs", a * 1e6)
     } else if a < 1.0 {
         format!("{sign}{:.1}ms", a * 1e3)
