@@ -1,0 +1,273 @@
+//! Choosing among candidates that tie with the best: fewer lint findings
+//! first, then the gentler policy (fewer attempts, jitter, a budget); and
+//! saying why, both for the candidates passed over and for every lint
+//! finding the winner keeps.
+
+use super::evaluate::{Context, Evaluated};
+use super::judge::{Judged, difference, significantly_worse};
+use crate::analysis::lint::{Finding, Severity, lint, sources};
+use crate::analysis::stats::Summary;
+use crate::config::load_experiment;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// What a candidate's policies look like to lint and to a reviewer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assessment {
+    /// Lint findings of the tune file with the candidate applied.
+    pub findings: Vec<Finding>,
+    pub errors: usize,
+    pub warnings: usize,
+    /// `max_attempts` summed over the tuned edges.
+    pub attempts: u32,
+    /// Tuned edges that retry without jitter, and without a budget.
+    pub unjittered: u32,
+    pub unbudgeted: u32,
+}
+
+impl Assessment {
+    /// The preference key: smaller is preferred.
+    fn key(&self) -> (usize, usize, u32, u32, u32) {
+        (self.errors, self.warnings, self.attempts, self.unjittered, self.unbudgeted)
+    }
+}
+
+/// Same rule at the same place and field.
+fn same(a: &Finding, b: &Finding) -> bool {
+    a.rule == b.rule && a.at == b.at && a.field == b.field
+}
+
+/// Lints the tune file's first variant with the candidate applied.
+pub fn assess(ctx: &Context, tune_file: &Path, e: &Evaluated) -> anyhow::Result<Assessment> {
+    let mut sets = ctx.sets.to_vec();
+    sets.extend(e.candidate.overrides(ctx.spec));
+    let exp = load_experiment(tune_file, &sets)?;
+    let s = &exp.variants[0];
+    let report = lint(s, &sources(&exp, &s.variant, &sets));
+    let (mut attempts, mut unjittered, mut unbudgeted) = (0, 0, 0);
+    for edge in &ctx.spec.edges {
+        if let Some(p) = super::policy_at(s, edge) {
+            attempts += p.max_attempts;
+            if p.max_attempts > 1 {
+                unjittered += u32::from(!p.backoff.is_jittered());
+                unbudgeted += u32::from(p.budget.is_none());
+            }
+        }
+    }
+    Ok(Assessment {
+        errors: report.count(Severity::Error),
+        warnings: report.count(Severity::Warning),
+        findings: report.findings,
+        attempts,
+        unjittered,
+        unbudgeted,
+    })
+}
+
+/// Assessments made on demand, each once.
+#[derive(Debug)]
+pub struct Assessor<'a> {
+    ctx: &'a Context<'a>,
+    tune_file: &'a Path,
+    done: HashMap<usize, Assessment>,
+}
+
+impl<'a> Assessor<'a> {
+    /// Assesses candidates of `ctx` against `tune_file`.
+    pub fn new(ctx: &'a Context<'a>, tune_file: &'a Path) -> Self {
+        Self { ctx, tune_file, done: HashMap::new() }
+    }
+
+    /// The assessment of `evals[i]`.
+    pub fn get(&mut self, evals: &[Evaluated], i: usize) -> anyhow::Result<&Assessment> {
+        if !self.done.contains_key(&i) {
+            let a = assess(self.ctx, self.tune_file, &evals[i])?;
+            self.done.insert(i, a);
+        }
+        Ok(&self.done[&i])
+    }
+}
+
+/// A candidate that tied with the best and was passed over.
+#[derive(Debug, Clone)]
+pub struct Tie {
+    pub index: usize,
+    /// Its paired difference from the best (its objective minus the best's).
+    pub difference: Summary,
+    /// Why the winner was preferred to it.
+    pub why: String,
+}
+
+/// The outcome of the choice.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    /// The best worst-case objective.
+    pub best: usize,
+    pub winner: usize,
+    /// The winner's paired difference from the best (zero when it is the best).
+    pub difference: Summary,
+    /// How the winner was chosen, in one sentence.
+    pub chosen_by: String,
+    /// The other candidates not significantly worse than the best.
+    pub ties: Vec<Tie>,
+    /// The winner's lint findings, each with why the space kept it.
+    pub remaining: Vec<(Finding, String)>,
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Why `w` is preferred to `o` (given `w.key() <= o.key()`).
+fn why_preferred(w: &Assessment, o: &Assessment, objective: &str) -> String {
+    if o.errors != w.errors {
+        format!("it has more lint errors ({} against {})", o.errors, w.errors)
+    } else if o.warnings != w.warnings {
+        format!("it has more lint warnings ({} against {})", o.warnings, w.warnings)
+    } else if o.attempts != w.attempts {
+        format!("it allows more attempts ({} against {})", o.attempts, w.attempts)
+    } else if o.unjittered != w.unjittered {
+        "it retries without jitter".into()
+    } else if o.unbudgeted != w.unbudgeted {
+        "it retries without a budget".into()
+    } else {
+        format!("it is as gentle, with a worse worst-case {objective} (or the same, evaluated later)")
+    }
+}
+
+/// Chooses the winner among the candidates tied with `best` and explains it.
+pub fn choose(
+    ctx: &Context,
+    evals: &[Evaluated],
+    judged: &[Judged],
+    best: usize,
+    assessor: &mut Assessor,
+) -> anyhow::Result<Choice> {
+    let spec = ctx.spec;
+    let tied = super::judge::ties(ctx, evals, judged, best);
+    let better = |a: usize, b: usize| {
+        let (x, y) = (judged[a].objective.unwrap_or(f64::NAN), judged[b].objective.unwrap_or(f64::NAN));
+        if spec.maximize { y.total_cmp(&x) } else { x.total_cmp(&y) }
+    };
+    let mut ranked: Vec<(usize, (usize, usize, u32, u32, u32))> = Vec::new();
+    for &(i, _) in &tied {
+        ranked.push((i, assessor.get(evals, i)?.key()));
+    }
+    ranked.sort_by(|a, b| a.1.cmp(&b.1).then(better(a.0, b.0)).then(evals[a.0].order.cmp(&evals[b.0].order)));
+    let winner = ranked.first().map_or(best, |r| r.0);
+    let w = assessor.get(evals, winner)?.clone();
+    let mut ties = Vec::new();
+    for (i, d) in tied.iter().filter(|(i, _)| *i != winner) {
+        let o = assessor.get(evals, *i)?;
+        ties.push(Tie { index: *i, difference: d.clone(), why: why_preferred(&w, o, &spec.objective) });
+    }
+    let difference = tied
+        .iter()
+        .find(|(i, _)| *i == winner)
+        .map(|(_, d)| d.clone())
+        .unwrap_or_else(|| super::judge::difference(ctx, &evals[winner], &evals[best]));
+    let chosen_by = if winner == best {
+        if ties.is_empty() {
+            format!(
+                "the best worst-case {}; every other feasible candidate is significantly worse by paired difference",
+                spec.objective
+            )
+        } else {
+            format!(
+                "the best worst-case {}; of the {} candidates not significantly worse by paired difference, it also has the fewest lint findings and is the gentlest",
+                spec.objective,
+                ties.len() + 1
+            )
+        }
+    } else {
+        let b = assessor.get(evals, best)?;
+        format!(
+            "not significantly worse than the best worst-case {} ({}), and preferred to it because {}",
+            spec.objective,
+            evals[best].candidate.label(spec),
+            why_preferred(&w, b, &spec.objective)
+        )
+    };
+    let remaining = explain_findings(ctx, evals, judged, best, winner, &tied, assessor)?;
+    Ok(Choice { best, winner, difference, chosen_by, ties, remaining })
+}
+
+/// The most candidates looked at to find one that avoids a finding.
+const SCAN: usize = 2000;
+
+/// For each lint finding of the winner: why the space kept it.
+fn explain_findings(
+    ctx: &Context,
+    evals: &[Evaluated],
+    judged: &[Judged],
+    best: usize,
+    winner: usize,
+    tied: &[(usize, Summary)],
+    assessor: &mut Assessor,
+) -> anyhow::Result<Vec<(Finding, String)>> {
+    let spec = ctx.spec;
+    let w = assessor.get(evals, winner)?.clone();
+    // Feasible candidates, best objective first.
+    let mut order: Vec<usize> =
+        (0..evals.len()).filter(|&i| judged[i].feasible && judged[i].objective.is_some()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (judged[a].objective.unwrap_or(f64::NAN), judged[b].objective.unwrap_or(f64::NAN));
+        (if spec.maximize { y.total_cmp(&x) } else { x.total_cmp(&y) }).then(evals[a].order.cmp(&evals[b].order))
+    });
+    order.truncate(SCAN);
+    let mut out = Vec::new();
+    for f in &w.findings {
+        let mut avoider = None;
+        for &i in &order {
+            if !assessor.get(evals, i)?.findings.iter().any(|g| same(f, g)) {
+                avoider = Some(i);
+                break;
+            }
+        }
+        let why = match avoider {
+            None if order.len() < SCAN => format!(
+                "no feasible candidate in the space avoids it; to try, add what its fix changes to [tune.space] ({})",
+                f.fix
+            ),
+            None => format!("none of the {SCAN} best feasible candidates avoids it"),
+            Some(i) => {
+                let d = difference(ctx, &evals[i], &evals[best]);
+                if significantly_worse(ctx, &d) {
+                    format!(
+                        "the best candidate without it ({}) is significantly worse: {} {} {}",
+                        evals[i].candidate.label(spec),
+                        spec.objective,
+                        signed(d.mean),
+                        interval(&d)
+                    )
+                } else if tied.iter().any(|(t, _)| *t == i) {
+                    let o = assessor.get(evals, i)?;
+                    format!(
+                        "{} avoids it and ties with the best, but the winner was preferred to it because {}",
+                        evals[i].candidate.label(spec),
+                        why_preferred(&w, o, &spec.objective)
+                    )
+                } else {
+                    format!("{} avoids it", evals[i].candidate.label(spec))
+                }
+            }
+        };
+        out.push((f.clone(), why));
+    }
+    Ok(out)
+}
+
+/// `+0.0012` / `-0.0040`, or `—`.
+pub fn signed(x: Option<f64>) -> String {
+    x.map_or_else(|| "—".into(), |x| format!("{x:+.4}"))
+}
+
+/// `[lo, hi]` of a summary, or a note that there is none.
+pub fn interval(s: &Summary) -> String {
+    s.ci95.map_or_else(|| "(no interval: one replication)".into(), |(lo, hi)| format!("[{lo:+.4}, {hi:+.4}]"))
+}
+
+/// "1 error, 2 warnings" style counts.
+pub fn counts(a: &Assessment) -> String {
+    format!("{}, {}", plural(a.errors, "error"), plural(a.warnings, "warning"))
+}
