@@ -5,7 +5,7 @@
 
 use super::evaluate::{Context, Evaluated};
 use super::spec::{Constraint, Op};
-use crate::analysis::stats::{Summary, paired_at, summarize};
+use crate::analysis::stats::{Summary, summarize, t_quantile};
 
 /// One candidate judged.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,9 +153,76 @@ pub fn replication_worst(ctx: &Context, e: &Evaluated) -> Vec<Option<f64>> {
         .collect()
 }
 
-/// The paired difference `e − best` of the per-replication worst objective.
-pub fn difference(ctx: &Context, e: &Evaluated, best: &Evaluated) -> Summary {
-    paired_at(&replication_worst(ctx, best), &replication_worst(ctx, e), 0.95)
+/// Paired differences from the best candidate, `e − best`, of the
+/// per-replication worst objective. Their variance is pooled over every
+/// feasible candidate (a randomized block design: the replications are the
+/// blocks), so every difference has an interval of the same width for the
+/// same replications, the candidates that tie are exactly those whose mean
+/// difference lies within it (a candidate is never passed over for one with
+/// a worse mean), and 3 replications of 60 candidates give 118 degrees of
+/// freedom instead of 2.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    best: usize,
+    best_worst: Vec<Option<f64>>,
+    /// Pooled standard deviation of one paired difference, and its degrees of freedom.
+    sd: f64,
+    df: f64,
+}
+
+impl Comparison {
+    /// Pools the variance of the paired differences of every feasible
+    /// candidate (the best excepted) from `best`.
+    pub fn new(ctx: &Context, evals: &[Evaluated], judged: &[Judged], best: usize) -> Self {
+        let best_worst = replication_worst(ctx, &evals[best]);
+        let (mut ss, mut df) = (0.0, 0.0);
+        for i in (0..evals.len()).filter(|&i| i != best && judged[i].feasible && judged[i].objective.is_some()) {
+            let d: Vec<f64> = pairs(&best_worst, &replication_worst(ctx, &evals[i]));
+            if d.len() > 1 {
+                let m = d.iter().sum::<f64>() / d.len() as f64;
+                ss += d.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+                df += (d.len() - 1) as f64;
+            }
+        }
+        let sd = if df > 0.0 { (ss / df).sqrt() } else { f64::NAN };
+        Self { best, best_worst, sd, df }
+    }
+
+    /// The best candidate compared against.
+    pub fn best(&self) -> usize {
+        self.best
+    }
+
+    /// Degrees of freedom of the pooled variance (0: one replication).
+    pub fn df(&self) -> f64 {
+        self.df
+    }
+
+    /// The mean difference `e − best` with its 95% interval (pooled variance).
+    pub fn difference(&self, ctx: &Context, e: &Evaluated) -> Summary {
+        let d = pairs(&self.best_worst, &replication_worst(ctx, e));
+        let values: Vec<Option<f64>> = d.iter().copied().map(Some).collect();
+        if d.is_empty() {
+            return Summary { mean: None, ci95: None, values };
+        }
+        let mean = d.iter().sum::<f64>() / d.len() as f64;
+        let ci = (self.df > 0.0 && self.sd.is_finite()).then(|| {
+            let h = t_quantile(0.95, self.df) * self.sd / (d.len() as f64).sqrt();
+            (mean - h, mean + h)
+        });
+        Summary { mean: Some(mean), ci95: ci, values }
+    }
+}
+
+/// `b − a` over the replications both have.
+fn pairs(a: &[Option<f64>], b: &[Option<f64>]) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .filter_map(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) => Some(y - x),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether a difference `e − best` shows `e` significantly worse. Without
@@ -175,12 +242,12 @@ pub fn significantly_worse(ctx: &Context, d: &Summary) -> bool {
     }
 }
 
-/// The feasible candidates not significantly worse than `best` (`best`
-/// included), each with its difference from it.
-pub fn ties(ctx: &Context, evals: &[Evaluated], judged: &[Judged], best: usize) -> Vec<(usize, Summary)> {
+/// The feasible candidates not significantly worse than the best (the
+/// best included), each with its difference from it.
+pub fn ties(ctx: &Context, evals: &[Evaluated], judged: &[Judged], cmp: &Comparison) -> Vec<(usize, Summary)> {
     (0..evals.len())
         .filter(|&i| judged[i].feasible && judged[i].objective.is_some())
-        .map(|i| (i, difference(ctx, &evals[i], &evals[best])))
+        .map(|i| (i, cmp.difference(ctx, &evals[i])))
         .filter(|(_, d)| !significantly_worse(ctx, d))
         .collect()
 }

@@ -4,7 +4,7 @@
 //! finding the winner keeps.
 
 use super::evaluate::{Context, Evaluated};
-use super::judge::{Judged, difference, significantly_worse};
+use super::judge::{Comparison, Judged, significantly_worse};
 use crate::analysis::lint::{Finding, Severity, lint, sources};
 use crate::analysis::stats::Summary;
 use crate::config::load_experiment;
@@ -144,7 +144,8 @@ pub fn choose(
     assessor: &mut Assessor,
 ) -> anyhow::Result<Choice> {
     let spec = ctx.spec;
-    let tied = super::judge::ties(ctx, evals, judged, best);
+    let cmp = Comparison::new(ctx, evals, judged, best);
+    let tied = super::judge::ties(ctx, evals, judged, &cmp);
     let better = |a: usize, b: usize| {
         let (x, y) = (judged[a].objective.unwrap_or(f64::NAN), judged[b].objective.unwrap_or(f64::NAN));
         if spec.maximize { y.total_cmp(&x) } else { x.total_cmp(&y) }
@@ -161,11 +162,7 @@ pub fn choose(
         let o = assessor.get(evals, *i)?;
         ties.push(Tie { index: *i, difference: d.clone(), why: why_preferred(&w, o, &spec.objective) });
     }
-    let difference = tied
-        .iter()
-        .find(|(i, _)| *i == winner)
-        .map(|(_, d)| d.clone())
-        .unwrap_or_else(|| super::judge::difference(ctx, &evals[winner], &evals[best]));
+    let difference = cmp.difference(ctx, &evals[winner]);
     let chosen_by = if winner == best {
         if ties.is_empty() {
             format!(
@@ -188,7 +185,7 @@ pub fn choose(
             why_preferred(&w, b, &spec.objective)
         )
     };
-    let remaining = explain_findings(ctx, evals, judged, best, winner, &tied, assessor)?;
+    let remaining = explain_findings(ctx, evals, judged, &cmp, winner, &tied, assessor)?;
     Ok(Choice { best, winner, difference, chosen_by, ties, remaining })
 }
 
@@ -200,7 +197,7 @@ fn explain_findings(
     ctx: &Context,
     evals: &[Evaluated],
     judged: &[Judged],
-    best: usize,
+    cmp: &Comparison,
     winner: usize,
     tied: &[(usize, Summary)],
     assessor: &mut Assessor,
@@ -231,7 +228,7 @@ fn explain_findings(
             ),
             None => format!("none of the {SCAN} best feasible candidates avoids it"),
             Some(i) => {
-                let d = difference(ctx, &evals[i], &evals[best]);
+                let d = cmp.difference(ctx, &evals[i]);
                 if significantly_worse(ctx, &d) {
                     format!(
                         "the best candidate without it ({}) is significantly worse: {} {} {}",

@@ -158,19 +158,19 @@ pub fn report(r: &Report, elapsed: f64) -> String {
     } else {
         let _ = writeln!(
             t,
-            "\nties: {} other candidate(s) not significantly worse than the best (paired difference of the per-replication worst {}, {reps} replications, same seeds, 95% CI); the winner was preferred to each:",
+            "\nties: {} other candidate(s) not significantly worse than the best (paired difference of the per-replication worst {}, {reps} replications, same seeds; 95% CI with the variance pooled over the candidates); the winner was preferred to each:",
             choice.ties.len(),
             spec.objective
         );
         for tie in choice.ties.iter().take(TIES_SHOWN) {
             let a = &r.assessed[&tie.index];
+            let note = if tie.index == choice.best { " (the best)" } else { "" };
             let _ = writeln!(
                 t,
-                "  {:<30} lint {:<22} {}{}\n      because {}",
+                "  {:<30} lint {:<22} {}{note}\n      because {}",
                 diff_text(&tie.difference),
                 counts(a),
                 r.evaluated[tie.index].candidate.label(spec),
-                if tie.index == choice.best { " (the best)" } else { "" },
                 tie.why
             );
         }
