@@ -45,7 +45,8 @@ fn tune_json(path: &Path, dir: &Path, extra: &[&str]) -> (i32, Value, String) {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let json = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {stdout}{stderr}"));
+    let json = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {stdout}{stderr}"));
     (out.status.code().unwrap(), json, stderr)
 }
 
@@ -171,12 +172,14 @@ fn json_has_the_front_the_ties_and_the_winner_per_scenario_against_the_scenario_
     for s in scenarios {
         assert_eq!(s["amplification_service"], "api");
         let m = &s["metrics"]["success_rate"];
-        let (w, b, d) = (m["winner"]["mean"].as_f64().unwrap(), m["as_written"]["mean"].as_f64().unwrap(), &m["difference"]);
+        let (w, b, d) =
+            (m["winner"]["mean"].as_f64().unwrap(), m["as_written"]["mean"].as_f64().unwrap(), &m["difference"]);
         // The paired difference is the difference of the means (same replications).
         assert!((d["mean"].as_f64().unwrap() - (w - b)).abs() < 1e-12, "{m}");
     }
     // The worst case of the winner is its worst scenario's mean.
-    let worst = scenarios.iter().map(|s| s["metrics"]["success_rate"]["winner"]["mean"].as_f64().unwrap()).fold(1.0, f64::min);
+    let worst =
+        scenarios.iter().map(|s| s["metrics"]["success_rate"]["winner"]["mean"].as_f64().unwrap()).fold(1.0, f64::min);
     assert_eq!(j["winner"]["worst"]["success_rate"].as_f64().unwrap(), worst);
     assert_eq!(j["winner"]["objective"].as_f64().unwrap(), worst);
 }

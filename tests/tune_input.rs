@@ -81,7 +81,10 @@ fn every_field_of_the_tune_table_is_checked_before_anything_runs() {
         let path = tune_file(tmp.path(), &format!("{EDGE}{extra}{space}"));
         let (code, out) = tune(&path, tmp.path(), &[]);
         assert_eq!(code, Some(2), "{extra}{space}: {out}");
-        assert!(out.contains(field) && out.contains(needle), "{extra}{space}: expected {field} and {needle:?} in: {out}");
+        assert!(
+            out.contains(field) && out.contains(needle),
+            "{extra}{space}: expected {field} and {needle:?} in: {out}"
+        );
         assert!(!out.contains("panicked"), "{out}");
     }
 }

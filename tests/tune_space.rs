@@ -125,7 +125,8 @@ fn amplification_is_taken_at_the_scenarios_busiest_service_as_written_for_every_
     let front = j["front"].as_array().unwrap();
     let mut checked = 0;
     for c in front.iter().chain(std::iter::once(&j["winner"])) {
-        let sets: Vec<String> = c["overrides"].as_array().unwrap().iter().map(|o| o.as_str().unwrap().to_string()).collect();
+        let sets: Vec<String> =
+            c["overrides"].as_array().unwrap().iter().map(|o| o.as_str().unwrap().to_string()).collect();
         let exp = load_experiment(&path, &sets).unwrap();
         let set = run_all(&exp.variants, None, 1).unwrap();
         let mean = |service: &str| {
@@ -153,7 +154,8 @@ fn a_range_is_searched_by_the_optimizer_within_its_bounds_and_deterministically(
         "edge = \"clients.web.policy\"\n[tune.space]\nmax_attempts = [2]\n\"backoff.base\" = \"5ms..500ms\"\n",
     );
     let run = |jobs: &str| {
-        let (code, j, err) = tune_json(&path, tmp.path(), &["--candidates", "12", "--jobs", jobs, "--replications", "1"]);
+        let (code, j, err) =
+            tune_json(&path, tmp.path(), &["--candidates", "12", "--jobs", jobs, "--replications", "1"]);
         assert_eq!(code, 0, "{err}");
         j
     };

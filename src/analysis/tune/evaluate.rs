@@ -188,3 +188,26 @@ pub fn evaluate(
         })
         .collect())
 }
+
+#[cfg(test)]
+impl Evaluated {
+    /// A candidate with these `[scenario][metric][replication]` values.
+    pub(crate) fn from_values(order: usize, values: Vec<Vec<Vec<Option<f64>>>>) -> Self {
+        Self { candidate: Candidate(vec![order as f64]), order, values }
+    }
+}
+
+#[cfg(test)]
+impl ScenarioInfo {
+    /// A scenario named `name` (amplification at its first service).
+    pub(crate) fn for_test(name: &str, replications: u32, measures_recovery: bool) -> Self {
+        Self {
+            path: PathBuf::from(name),
+            name: name.into(),
+            replications,
+            amplification_service: "api".into(),
+            service_index: 0,
+            measures_recovery,
+        }
+    }
+}

@@ -41,12 +41,7 @@ fn worst_mean(ctx: &Context, e: &Evaluated, metric: &str, higher_better: bool) -
     let means = (0..ctx.scenarios.len())
         .filter(|&s| applies(ctx, s, metric))
         .filter_map(|s| summarize(e.series(ctx, s, metric).to_vec()).mean);
-    let w = if higher_better {
-        means.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x))))
-    } else {
-        means.fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
-    };
-    w
+    if higher_better { means.reduce(f64::min) } else { means.reduce(f64::max) }
 }
 
 /// How much `c` is missed on scenario `s` (≤ 0: met), or `None` where it does not apply.
@@ -284,4 +279,92 @@ pub fn pareto(evals: &[Evaluated], judged: &[Judged]) -> Vec<usize> {
     });
     front.sort_by(|&a, &b| key(a).1.total_cmp(&key(b).1).then(key(b).0.total_cmp(&key(a).0)));
     front
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::tune::evaluate::ScenarioInfo;
+    use crate::analysis::tune::spec::parse_spec;
+    use std::path::Path;
+
+    fn spec(tune: &str) -> crate::analysis::tune::TuneSpec {
+        parse_spec(
+            Path::new("t.toml"),
+            &format!("[tune]\nedge = \"clients.web.policy\"\n{tune}\n[tune.space]\nmax_attempts = [1]\n"),
+        )
+        .unwrap()
+    }
+
+    fn ctx<'a>(spec: &'a crate::analysis::tune::TuneSpec, recovery: bool) -> Context<'a> {
+        Context {
+            spec,
+            sets: &[],
+            metrics: spec.tracked_metrics(),
+            scenarios: vec![ScenarioInfo::for_test("a", 3, recovery)],
+            jobs: 1,
+        }
+    }
+
+    /// One scenario: success per replication, then the other tracked metrics.
+    fn eval(order: usize, ctx: &Context, success: [f64; 3], recovery: [Option<f64>; 3]) -> Evaluated {
+        let per_metric = ctx
+            .metrics
+            .iter()
+            .map(|m| match m.as_str() {
+                "success_rate" => success.map(Some).to_vec(),
+                "recovery_time_s" => recovery.to_vec(),
+                _ => vec![Some(1.0); 3],
+            })
+            .collect();
+        Evaluated::from_values(order, vec![per_metric])
+    }
+
+    #[test]
+    fn a_replication_that_never_recovers_fails_a_recovery_constraint() {
+        let s = spec("constraints = [\"recovery_time_s <= 30\"]");
+        let c = ctx(&s, true);
+        let fine = eval(1, &c, [0.9; 3], [Some(5.0), Some(6.0), Some(7.0)]);
+        assert!(judge(&c, &fine).feasible);
+        // Two quick recoveries and one that never came: not "5.5 s on average".
+        let lost = eval(2, &c, [0.9; 3], [Some(5.0), Some(6.0), Some(f64::INFINITY)]);
+        let j = judge(&c, &lost);
+        assert!(!j.feasible && j.violations[0].is_infinite(), "{j:?}");
+        // A scenario that cannot measure recovery does not count.
+        let c = ctx(&s, false);
+        assert!(judge(&c, &lost).violations[0].is_infinite(), "no scenario checks it: never met");
+    }
+
+    #[test]
+    fn pooled_paired_differences_give_every_candidate_the_same_interval() {
+        let s = spec("");
+        let c = ctx(&s, false);
+        // Replication effects shared by every candidate (common random
+        // numbers) plus small noise of their own.
+        let base = [0.90, 0.80, 0.95];
+        let noise = [[0.0, 0.0, 0.0], [0.002, -0.001, -0.001], [0.001, 0.001, -0.002], [-0.02, -0.02, -0.02]];
+        let shift = [0.0, -0.001, -0.0015, 0.0];
+        let evals: Vec<Evaluated> = (0..4)
+            .map(|i| eval(i + 1, &c, std::array::from_fn(|r| base[r] + shift[i] + noise[i][r]), [None; 3]))
+            .collect();
+        let judged: Vec<Judged> = evals.iter().map(|e| judge(&c, e)).collect();
+        assert_eq!(best(&c, &evals, &judged), Some(0));
+        let cmp = Comparison::new(&c, &evals, &judged, 0);
+        // Differences of candidates 1..3: residual sum of squares over 3 x 2 df.
+        let ss: f64 = (1..4)
+            .map(|i| {
+                let d: Vec<f64> = (0..3).map(|r| shift[i] + noise[i][r]).collect();
+                let m = d.iter().sum::<f64>() / 3.0;
+                d.iter().map(|x| (x - m).powi(2)).sum::<f64>()
+            })
+            .sum();
+        let h = t_quantile(0.95, 6.0) * (ss / 6.0).sqrt() / 3f64.sqrt();
+        let widths: Vec<f64> = (1..4).map(|i| cmp.difference(&c, &evals[i]).half_width().unwrap()).collect();
+        for w in &widths {
+            assert!((w - h).abs() < 1e-12, "{widths:?} vs {h}");
+        }
+        // Candidate 3 is 0.02 worse in every replication: significant; 1 and 2 tie.
+        let tied: Vec<usize> = ties(&c, &evals, &judged, &cmp).into_iter().map(|t| t.0).collect();
+        assert_eq!(tied, [0, 1, 2]);
+    }
 }

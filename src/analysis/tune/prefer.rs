@@ -11,6 +11,9 @@ use crate::config::load_experiment;
 use std::collections::HashMap;
 use std::path::Path;
 
+/// (lint errors, lint warnings, attempts, edges without jitter, edges without a budget).
+type PreferenceKey = (usize, usize, u32, u32, u32);
+
 /// What a candidate's policies look like to lint and to a reviewer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assessment {
@@ -27,7 +30,7 @@ pub struct Assessment {
 
 impl Assessment {
     /// The preference key: smaller is preferred.
-    fn key(&self) -> (usize, usize, u32, u32, u32) {
+    fn key(&self) -> PreferenceKey {
         (self.errors, self.warnings, self.attempts, self.unjittered, self.unbudgeted)
     }
 }
@@ -150,7 +153,7 @@ pub fn choose(
         let (x, y) = (judged[a].objective.unwrap_or(f64::NAN), judged[b].objective.unwrap_or(f64::NAN));
         if spec.maximize { y.total_cmp(&x) } else { x.total_cmp(&y) }
     };
-    let mut ranked: Vec<(usize, (usize, usize, u32, u32, u32))> = Vec::new();
+    let mut ranked: Vec<(usize, PreferenceKey)> = Vec::new();
     for &(i, _) in &tied {
         ranked.push((i, assessor.get(evals, i)?.key()));
     }

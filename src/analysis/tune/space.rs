@@ -66,7 +66,7 @@ impl Method {
 /// The number of grid points, or `None` when the space has a range or the
 /// product does not fit in 64 bits.
 pub fn grid_size(spec: &TuneSpec) -> Option<u64> {
-    spec.space.iter().try_fold(1u64, |acc, d| acc.checked_mul(d.len()? as u64))
+    spec.space.iter().try_fold(1u64, |acc, d| acc.checked_mul(d.count()? as u64))
 }
 
 /// The search for at most `budget` candidates.
@@ -82,7 +82,7 @@ pub fn method(spec: &TuneSpec, budget: u64) -> Method {
 pub fn grid_point(spec: &TuneSpec, mut index: u64) -> Candidate {
     let mut coords = vec![0.0; spec.space.len()];
     for (i, d) in spec.space.iter().enumerate().rev() {
-        let k = d.len().expect("a grid has lists only") as u64;
+        let k = d.count().expect("a grid has lists only") as u64;
         coords[i] = (index % k) as f64;
         index /= k;
     }

@@ -89,7 +89,7 @@ impl Dim {
     }
 
     /// The number of values of a list; `None` for a range.
-    pub fn len(&self) -> Option<usize> {
+    pub fn count(&self) -> Option<usize> {
         match &self.domain {
             Domain::List(v) => Some(v.len()),
             Domain::Range(_) => None,
