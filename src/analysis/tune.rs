@@ -225,3 +225,51 @@ fn successive_halving(
     runs += per(survivors.len(), final_reps);
     Ok((evals, runs))
 }
+
+/// The most rounds of [`settle`].
+const SETTLE_ROUNDS: usize = 3;
+
+/// The most candidates [`settle`] may add to a search of `spec`.
+pub fn settle_budget(spec: &TuneSpec) -> u64 {
+    let neighbours: usize = spec.space.iter().filter_map(|d| d.count()).map(|k| k - 1).sum();
+    (SETTLE_ROUNDS * neighbours) as u64
+}
+
+/// The judged search and its choice, once no candidate one list value
+/// away from the winner has fewer lint findings without being evaluated:
+/// those are run (with the same seeds) and the choice made again, so a
+/// sample or the optimizer cannot leave a warning the space could avoid
+/// at no cost. A grid has tried every combination already.
+pub fn settle(
+    ctx: &Context,
+    options: Options,
+    mut outcome: Outcome,
+    assessor: &mut prefer::Assessor,
+    on_run_done: &(dyn Fn() + Sync),
+) -> anyhow::Result<(Outcome, Vec<Judged>, Option<prefer::Choice>)> {
+    let replications = if options.halving {
+        let most = ctx.scenarios.iter().map(|s| s.replications).max().unwrap_or(1);
+        Some(options.replications.unwrap_or(most).max(2))
+    } else {
+        options.replications
+    };
+    let mut round = 0;
+    loop {
+        let judged: Vec<Judged> = outcome.evaluated.iter().map(|e| judge(ctx, e)).collect();
+        let Some(best) = judge::best(ctx, &outcome.evaluated, &judged) else { return Ok((outcome, judged, None)) };
+        let choice = prefer::choose(ctx, &outcome.evaluated, &judged, best, assessor)?;
+        if matches!(options.method, Method::Grid { .. }) || round == SETTLE_ROUNDS {
+            return Ok((outcome, judged, Some(choice)));
+        }
+        round += 1;
+        let seen: std::collections::HashSet<Vec<u64>> = outcome.evaluated.iter().map(|e| e.candidate.key()).collect();
+        let extra = prefer::gentler_neighbours(ctx, &outcome.evaluated, choice.winner, &seen, assessor)?;
+        if extra.is_empty() {
+            return Ok((outcome, judged, Some(choice)));
+        }
+        let first = outcome.evaluated.len() + 1;
+        let evals = evaluate(ctx, extra, first, replications, on_run_done)?;
+        outcome.runs += evals.iter().map(|e| (0..ctx.scenarios.len()).map(|s| e.replications(s) as u64).sum::<u64>()).sum::<u64>();
+        outcome.evaluated.extend(evals);
+    }
+}

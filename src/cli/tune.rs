@@ -7,10 +7,10 @@ mod json;
 mod text;
 
 use super::{EXIT_CHECK_FAILED, EXIT_OK, ExperimentArgs, Format, SimArgs};
-use crate::analysis::tune::prefer::{Assessment, Assessor, Choice, choose};
+use crate::analysis::tune::prefer::{Assessment, Assessor, Choice};
 use crate::analysis::tune::{
-    Context, Evaluated, Judged, Method, Options, as_written, check_recovery, check_values, judge, load_scenarios,
-    method, pareto, parse_spec, search,
+    Context, Evaluated, Judged, Method, Options, as_written, check_recovery, check_values, load_scenarios, method,
+    pareto, parse_spec, search, settle, settle_budget,
 };
 use crate::config::load_experiment;
 use crate::error::InputError;
@@ -182,7 +182,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     // scenario's replications. Candidates are made lazily and keep only a
     // few values per run (far less than the lean result counted per run).
     let reps: u64 = scenarios.iter().map(|s| args.replications.unwrap_or(s.replications) as u64).sum();
-    let runs = method.candidates().saturating_add(1).saturating_mul(reps);
+    let runs = method.candidates().saturating_add(1 + settle_budget(&spec)).saturating_mul(reps);
     let jobs = args.sim.jobs.unwrap_or(0);
     crate::analysis::estimate::check_fits("tune", &scenarios, RunOptions::metrics_only(), jobs, runs, args.force)?;
 
@@ -192,15 +192,10 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     let options =
         Options { method, replications: args.replications, halving: args.halving, seed: exp.variants[0].seed };
     let outcome = search(&ctx, options, &|| bar.inc(1))?;
+    let mut assessor = Assessor::new(&ctx, &exp.path);
+    let (outcome, judged, choice) = settle(&ctx, options, outcome, &mut assessor, &|| bar.inc(1))?;
     bar.finish_and_clear();
     let evaluated = outcome.evaluated;
-    let judged: Vec<Judged> = evaluated.iter().map(|e| judge(&ctx, e)).collect();
-
-    let mut assessor = Assessor::new(&ctx, &exp.path);
-    let choice = match crate::analysis::tune::judge::best(&ctx, &evaluated, &judged) {
-        Some(best) => Some(choose(&ctx, &evaluated, &judged, best, &mut assessor)?),
-        None => None,
-    };
     let mut assessed = HashMap::new();
     if let Some(c) = &choice {
         for i in [c.winner, c.best].into_iter().chain(c.ties.iter().map(|t| t.index)) {

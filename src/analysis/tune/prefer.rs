@@ -4,6 +4,8 @@
 //! finding the winner keeps.
 
 use super::evaluate::{Context, Evaluated};
+use super::space::Candidate;
+use super::spec::Domain;
 use super::judge::{Comparison, Judged, significantly_worse};
 use crate::analysis::lint::{Finding, Severity, lint, sources};
 use crate::analysis::stats::Summary;
@@ -41,9 +43,9 @@ fn same(a: &Finding, b: &Finding) -> bool {
 }
 
 /// Lints the tune file's first variant with the candidate applied.
-pub fn assess(ctx: &Context, tune_file: &Path, e: &Evaluated) -> anyhow::Result<Assessment> {
+pub fn assess(ctx: &Context, tune_file: &Path, c: &Candidate) -> anyhow::Result<Assessment> {
     let mut sets = ctx.sets.to_vec();
-    sets.extend(e.candidate.overrides(ctx.spec));
+    sets.extend(c.overrides(ctx.spec));
     let exp = load_experiment(tune_file, &sets)?;
     let s = &exp.variants[0];
     let report = lint(s, &sources(&exp, &s.variant, &sets));
@@ -72,7 +74,7 @@ pub fn assess(ctx: &Context, tune_file: &Path, e: &Evaluated) -> anyhow::Result<
 pub struct Assessor<'a> {
     ctx: &'a Context<'a>,
     tune_file: &'a Path,
-    done: HashMap<usize, Assessment>,
+    done: HashMap<Vec<u64>, Assessment>,
 }
 
 impl<'a> Assessor<'a> {
@@ -83,12 +85,53 @@ impl<'a> Assessor<'a> {
 
     /// The assessment of `evals[i]`.
     pub fn get(&mut self, evals: &[Evaluated], i: usize) -> anyhow::Result<&Assessment> {
-        if !self.done.contains_key(&i) {
-            let a = assess(self.ctx, self.tune_file, &evals[i])?;
-            self.done.insert(i, a);
-        }
-        Ok(&self.done[&i])
+        self.of(&evals[i].candidate)
     }
+
+    /// The assessment of any candidate (evaluated or not).
+    pub fn of(&mut self, c: &Candidate) -> anyhow::Result<&Assessment> {
+        let key = c.key();
+        if !self.done.contains_key(&key) {
+            let a = assess(self.ctx, self.tune_file, c)?;
+            self.done.insert(key.clone(), a);
+        }
+        Ok(&self.done[&key])
+    }
+}
+
+/// Candidates one list value away from `evals[winner]` (not among `seen`)
+/// whose lint is better: a search that did not try every combination (a
+/// sample, the optimizer) may have missed a change that removes a finding
+/// at no cost (a bounded `max_retry_after` where no service sends
+/// Retry-After). Combinations the policy rejects are skipped.
+pub fn gentler_neighbours(
+    ctx: &Context,
+    evals: &[Evaluated],
+    winner: usize,
+    seen: &std::collections::HashSet<Vec<u64>>,
+    assessor: &mut Assessor,
+) -> anyhow::Result<Vec<Candidate>> {
+    let w = assessor.get(evals, winner)?.key();
+    let mut out = Vec::new();
+    for (d, dim) in ctx.spec.space.iter().enumerate() {
+        let Domain::List(values) = &dim.domain else { continue };
+        for v in 0..values.len() {
+            let mut c = evals[winner].candidate.clone();
+            if c.0[d] == v as f64 {
+                continue;
+            }
+            c.0[d] = v as f64;
+            if seen.contains(&c.key()) {
+                continue;
+            }
+            if let Ok(a) = assessor.of(&c)
+                && a.key() < w
+            {
+                out.push(c);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A candidate that tied with the best and was passed over.
@@ -121,8 +164,9 @@ fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
-/// Why `w` is preferred to `o` (given `w.key() <= o.key()`).
-fn why_preferred(w: &Assessment, o: &Assessment, objective: &str) -> String {
+/// Why `w` is preferred to `o` (given `w.key() <= o.key()`); `objective`
+/// names the metric and gives both worst cases.
+fn why_preferred(w: &Assessment, o: &Assessment, objective: (&str, Option<f64>, Option<f64>)) -> String {
     if o.errors != w.errors {
         format!("it has more lint errors ({} against {})", o.errors, w.errors)
     } else if o.warnings != w.warnings {
@@ -134,7 +178,13 @@ fn why_preferred(w: &Assessment, o: &Assessment, objective: &str) -> String {
     } else if o.unbudgeted != w.unbudgeted {
         "it retries without a budget".into()
     } else {
-        format!("it is as gentle, with a worse worst-case {objective} (or the same, evaluated later)")
+        let (metric, wv, ov) = objective;
+        if wv == ov {
+            format!("it is as gentle with the same worst-case {metric}, and was evaluated later")
+        } else {
+            let n = |x: Option<f64>| x.map_or_else(|| "—".into(), |x| format!("{x:.4}"));
+            format!("it is as gentle, with a worse worst-case {metric} ({} against {})", n(ov), n(wv))
+        }
     }
 }
 
@@ -159,11 +209,12 @@ pub fn choose(
     }
     ranked.sort_by(|a, b| a.1.cmp(&b.1).then(better(a.0, b.0)).then(evals[a.0].order.cmp(&evals[b.0].order)));
     let winner = ranked.first().map_or(best, |r| r.0);
+    let obj = |i: usize| (spec.objective.as_str(), judged[winner].objective, judged[i].objective);
     let w = assessor.get(evals, winner)?.clone();
     let mut ties = Vec::new();
     for (i, d) in tied.iter().filter(|(i, _)| *i != winner) {
         let o = assessor.get(evals, *i)?;
-        ties.push(Tie { index: *i, difference: d.clone(), why: why_preferred(&w, o, &spec.objective) });
+        ties.push(Tie { index: *i, difference: d.clone(), why: why_preferred(&w, o, obj(*i)) });
     }
     let difference = cmp.difference(ctx, &evals[winner]);
     let chosen_by = if winner == best {
@@ -185,7 +236,7 @@ pub fn choose(
             "not significantly worse than the best worst-case {} ({}), and preferred to it because {}",
             spec.objective,
             evals[best].candidate.label(spec),
-            why_preferred(&w, b, &spec.objective)
+            why_preferred(&w, b, obj(best))
         )
     };
     let remaining = explain_findings(ctx, evals, judged, &cmp, winner, &tied, assessor)?;
@@ -245,7 +296,7 @@ fn explain_findings(
                     format!(
                         "{} avoids it and ties with the best, but the winner was preferred to it because {}",
                         evals[i].candidate.label(spec),
-                        why_preferred(&w, o, &spec.objective)
+                        why_preferred(&w, o, (&spec.objective, judged[winner].objective, judged[i].objective))
                     )
                 } else {
                     format!("{} avoids it", evals[i].candidate.label(spec))
