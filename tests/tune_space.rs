@@ -104,7 +104,7 @@ fn several_edges_are_tuned_together_and_each_gets_its_policy_file() {
     assert_eq!(call.max_attempts as i64, w["services.api.calls.payments.policy.max_attempts"].as_i64().unwrap());
     // Retrying at both layers multiplies: only the api's retries fit the
     // limit at payments (about 1.18 requests per intent there, against
-    // 1.29 for the client's and 1.33 for both).
+    // 1.29 for the client's and 1.32 for both).
     assert_eq!((client.max_attempts, call.max_attempts), (1, 3));
 }
 

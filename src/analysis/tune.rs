@@ -269,7 +269,8 @@ pub fn settle(
         }
         let first = outcome.evaluated.len() + 1;
         let evals = evaluate(ctx, extra, first, replications, on_run_done)?;
-        outcome.runs += evals.iter().map(|e| (0..ctx.scenarios.len()).map(|s| e.replications(s) as u64).sum::<u64>()).sum::<u64>();
+        outcome.runs +=
+            evals.iter().map(|e| (0..ctx.scenarios.len()).map(|s| e.replications(s) as u64).sum::<u64>()).sum::<u64>();
         outcome.evaluated.extend(evals);
     }
 }

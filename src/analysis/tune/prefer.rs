@@ -4,9 +4,9 @@
 //! finding the winner keeps.
 
 use super::evaluate::{Context, Evaluated};
+use super::judge::{Comparison, Judged, significantly_worse};
 use super::space::Candidate;
 use super::spec::Domain;
-use super::judge::{Comparison, Judged, significantly_worse};
 use crate::analysis::lint::{Finding, Severity, lint, sources};
 use crate::analysis::stats::Summary;
 use crate::config::load_experiment;
