@@ -127,11 +127,14 @@ pub struct Outcome {
     pub runs: u64,
 }
 
+/// The runs behind `evals`.
+fn runs_of(ctx: &Context, evals: &[Evaluated]) -> u64 {
+    evals.iter().map(|e| (0..ctx.scenarios.len()).map(|s| e.replications(s) as u64).sum::<u64>()).sum()
+}
+
 /// Searches the space (see [`Options`]).
 pub fn search(ctx: &Context, options: Options, on_run_done: &(dyn Fn() + Sync)) -> anyhow::Result<Outcome> {
-    let count = |e: &[Evaluated]| -> u64 {
-        e.iter().map(|e| (0..ctx.scenarios.len()).map(|s| e.replications(s) as u64).sum::<u64>()).sum()
-    };
+    let count = |e: &[Evaluated]| runs_of(ctx, e);
     let spec = ctx.spec;
     let mut out = Vec::new();
     let mut runs = 0;
@@ -269,8 +272,7 @@ pub fn settle(
         }
         let first = outcome.evaluated.len() + 1;
         let evals = evaluate(ctx, extra, first, replications, on_run_done)?;
-        outcome.runs +=
-            evals.iter().map(|e| (0..ctx.scenarios.len()).map(|s| e.replications(s) as u64).sum::<u64>()).sum::<u64>();
+        outcome.runs += runs_of(ctx, &evals);
         outcome.evaluated.extend(evals);
     }
 }
