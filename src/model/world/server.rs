@@ -16,11 +16,11 @@ impl World<'_> {
             self.reply(id, Outcome::ConnectError, None);
             return;
         }
-        let it = self.intents.get(req.intent);
-        if it.is_some_and(|it| it.in_window) {
-            self.m.service_arrivals[svc] += 1;
+        self.m.reached(svc, now);
+        if let Some(it) = self.intents.get(req.intent).filter(|it| it.in_window) {
+            self.m.classes[it.client as usize].service_arrivals[svc] += 1;
             if let Some(slot) = self.hosts[h].slot {
-                self.m.service_arrivals[slot as usize] += 1;
+                self.m.host_arrivals[slot as usize - self.s.services.len()] += 1;
             }
         }
         let replica = self.hosts[h].replica;
@@ -159,7 +159,17 @@ impl World<'_> {
         req.done_at = NEVER;
         let (svc, demand, abandoned, intent) = (req.service as usize, req.demand, req.abandoned, req.intent);
         let slot = self.hosts[req.host as usize].slot;
-        let in_window = self.intents.get(intent).is_some_and(|it| it.in_window);
+        let in_window = match self.intents.get(intent).filter(|it| it.in_window) {
+            Some(it) => {
+                let class = &mut self.m.classes[it.client as usize];
+                class.work_ns += demand as f64;
+                if abandoned {
+                    class.wasted_ns += demand as f64;
+                }
+                true
+            }
+            None => false,
+        };
         self.account_work(svc, demand, abandoned, in_window, now);
         if let Some(k) = slot {
             self.account_work(k as usize, demand, abandoned, in_window, now);
