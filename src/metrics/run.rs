@@ -133,7 +133,7 @@ impl RunCollector {
     }
 
     /// Service `s` held `queue_len` waiting and `busy` working over [from, to).
-    #[inline]
+    #[inline(always)]
     pub fn service_state(&mut self, s: usize, from: Nanos, to: Nanos, queue_len: usize, busy: u32) {
         self.series.accumulate(s, from, to, queue_len, busy);
         let (lo, hi) = (from.max(self.window.0), to.min(self.window.1));

@@ -78,6 +78,7 @@ impl World<'_> {
 
     /// Accounts host `h`'s queue and busy workers up to `now` (for its
     /// service, and for itself when the service has replicas).
+    #[inline(never)]
     pub(super) fn touch_host(&mut self, h: usize, now: Nanos) {
         let st = &mut self.hosts[h];
         let (from, qlen, busy) = (st.last_change, st.queue.len(), st.busy);
