@@ -22,6 +22,13 @@ pub struct RunCollector {
     pub service_arrivals: Vec<u64>,
     pub service_work_ns: Vec<f64>,
     pub service_wasted_ns: Vec<f64>,
+    /// Per service: work cancelled before it was done (ns).
+    pub service_cancelled_ns: Vec<f64>,
+    /// Hedged copies sent, hedged intents answered first by a hedge, and
+    /// attempts the client-side throttle refused or held back.
+    pub hedges: u64,
+    pub hedge_wins: u64,
+    pub throttled: u64,
     /// Per service: ∫ busy and ∫ queue length over [warmup, duration) (ns).
     pub window_busy: Vec<f64>,
     pub window_queue: Vec<f64>,
@@ -69,6 +76,10 @@ impl RunCollector {
             service_arrivals: vec![0; n],
             service_work_ns: vec![0.0; n],
             service_wasted_ns: vec![0.0; n],
+            service_cancelled_ns: vec![0.0; n],
+            hedges: 0,
+            hedge_wins: 0,
+            throttled: 0,
             window_busy: vec![0.0; n],
             window_queue: vec![0.0; n],
             latency: LatencyHistogram::default(),
@@ -166,6 +177,16 @@ impl RunCollector {
         let budgeted = (0..s.edges.len()).any(|e| s.edge_policy(e).budget.is_some());
         let denied = self.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
         put("retries_denied_budget", budgeted.then_some(denied as f64));
+        let policies = || (0..s.edges.len()).map(|e| s.edge_policy(e));
+        let hedged = policies().any(|p| p.hedging.is_some());
+        put("hedges_per_intent", if hedged { per_intent(self.hedges as f64) } else { None });
+        let client_hedged = s.clients.iter().any(|c| c.policy.hedging.is_some());
+        put("hedge_wins", if client_hedged { per_intent(self.hedge_wins as f64) } else { None });
+        let throttled = policies().any(|p| p.throttle.is_some());
+        put("throttled_per_intent", if throttled { per_intent(self.throttled as f64) } else { None });
+        let cancels = policies().any(|p| p.cancel_on_timeout || p.hedging.as_ref().is_some_and(|h| h.cancel));
+        let cancelled: f64 = self.service_cancelled_ns.iter().sum();
+        put("cancelled_fraction", (cancels && work + cancelled > 0.0).then(|| cancelled / (work + cancelled)));
         let rows = self.series.rows();
         let goodput: Vec<u64> = rows.iter().map(|r| r.goodput).collect();
         let offered: Vec<u64> = rows.iter().map(|r| r.offered).collect();

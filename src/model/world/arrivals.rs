@@ -112,7 +112,7 @@ impl World<'_> {
             self.m.client_intents[c] += 1;
         }
         self.m.series.at(now).offered += 1;
-        if self.clients[c].breaker(instance).is_some_and(|b| !b.allows(now)) {
+        if self.clients[c].breaker(instance).is_some_and(|b| !b.allows_first(now)) {
             // An open breaker fails the intent fast, without sending anything.
             self.finish(intent, false, "breaker_open (failed fast)".into());
         } else {
@@ -133,6 +133,9 @@ impl World<'_> {
                 sent_at: now,
                 last_outcome: None,
                 retry_cost: 0.0,
+                hedge: None,
+                admitted: false,
+                throttle_wait: 0,
             });
             self.send(call);
         }

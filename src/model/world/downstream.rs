@@ -114,6 +114,9 @@ impl World<'_> {
             sent_at: now,
             last_outcome: None,
             retry_cost: 0.0,
+            hedge: None,
+            admitted: false,
+            throttle_wait: 0,
         };
         let call = self.calls.insert(call);
         self.send(call);
@@ -178,6 +181,9 @@ impl World<'_> {
                 sent_at: now,
                 last_outcome: None,
                 retry_cost: 0.0,
+                hedge: None,
+                admitted: false,
+                throttle_wait: 0,
             });
             let delay = call.relay_delay.sample(&self.rng, &[purpose::RELAY_DELAY, key]);
             self.q.schedule_in(delay, Event::Retry { call: relay });

@@ -10,13 +10,19 @@ impl World<'_> {
         let Some(req) = self.requests.get(id) else {
             return;
         };
-        let (svc, rkey) = (req.service as usize, req.rkey);
+        let (svc, rkey, intent) = (req.service as usize, req.rkey, req.intent);
+        if req.cancelled {
+            // Its caller cancelled it on the way.
+            self.leave(id);
+            return;
+        }
+        self.requests.get_mut(id).expect("live").reached = true;
         if now < self.services[svc].down_until {
             // The service is down after a crash: the connection is refused.
             self.reply(id, Outcome::ConnectError, None);
             return;
         }
-        if self.intents.get(req.intent).is_some_and(|it| it.in_window) {
+        if self.intents.get(intent).is_some_and(|it| it.in_window) {
             self.m.service_arrivals[svc] += 1;
         }
         for (fi, f) in self.s.faults.iter().enumerate() {
@@ -87,6 +93,7 @@ impl World<'_> {
         let version = self.services[svc].versions.get(row as usize).copied().unwrap_or(0);
         let r = self.requests.get_mut(id).expect("live");
         r.demand = demand;
+        r.work_start = self.q.now();
         r.executed = true;
         r.row = row;
         r.version = version;
