@@ -4,8 +4,9 @@
 //!   ("Handling Overload"), as Envoy's `admission_control` filter and
 //!   Finagle's `NackAdmissionFilter` ship it. Over a sliding `window` of
 //!   this client's own traffic it counts `requests` (every attempt the
-//!   caller wanted to send, those refused locally included) and `accepts`
-//!   (attempts the backend accepted), and refuses an attempt locally with
+//!   caller wanted to send, those refused locally included, each counted
+//!   when refused or when its outcome arrives) and `accepts` (attempts the
+//!   backend accepted), and refuses an attempt locally with
 //!   probability `max(0, (requests - k * accepts) / (requests + 1))`. At a
 //!   backend that accepts `C` per second the attempts that reach it settle
 //!   near `k * C`; while the backend accepts a share of at least `1/k` the
@@ -167,20 +168,30 @@ impl SreThrottle {
         ((r as f64 - self.k * a as f64) / (r as f64 + 1.0)).max(0.0)
     }
 
-    /// Counts a wanted request and decides it with the draw `u`.
+    /// Decides a wanted request with the draw `u`; a refused one counts as
+    /// a request at once.
     pub fn admit(&mut self, now: Nanos, u: f64) -> Admission {
         let p = self.rejection_probability(now);
-        self.slot(now).1 += 1;
-        self.requests += 1;
-        if u < p { Admission::Refuse { p } } else { Admission::Send }
+        if u < p {
+            self.slot(now).1 += 1;
+            self.requests += 1;
+            Admission::Refuse { p }
+        } else {
+            Admission::Send
+        }
     }
 
-    /// Counts an accept when `outcome` is one.
+    /// A sent request's outcome arrived: it counts as a request now, and as
+    /// an accept when the backend accepted it. (Counting a sent request
+    /// when its outcome is known keeps requests in flight out of both
+    /// counts, so the answers' delay does not bias the ratio.)
     pub fn on_outcome(&mut self, now: Nanos, outcome: Outcome) {
-        if !is_failure(outcome) {
-            self.slot(now).2 += 1;
-            self.accepts += 1;
-        }
+        let accepted = !is_failure(outcome);
+        let slot = self.slot(now);
+        slot.1 += 1;
+        slot.2 += u64::from(accepted);
+        self.requests += 1;
+        self.accepts += u64::from(accepted);
     }
 }
 
@@ -388,14 +399,15 @@ mod tests {
     #[test]
     fn sre_refuses_with_the_books_probability() {
         let mut t = SreThrottle::new(2.0, 120 * S);
-        // 100 requests, 10 accepted: p = (100 - 20) / 101.
+        // 100 requests answered, 10 accepted: p = (100 - 20) / 101.
         for _ in 0..100 {
             assert_eq!(t.admit(0, 0.999_999), Admission::Send);
         }
+        assert_eq!(t.counts(0), (0, 0), "requests in flight count when their outcome arrives");
         for _ in 0..10 {
             t.on_outcome(0, Outcome::Ok);
         }
-        for _ in 0..5 {
+        for _ in 0..90 {
             t.on_outcome(0, Outcome::Status(429));
         }
         let p = t.rejection_probability(S);
