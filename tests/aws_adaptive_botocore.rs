@@ -116,3 +116,41 @@ fn retrysim_computes_botocores_send_times_and_rates() {
     // The script exercised what it is for: waits for tokens and CUBIC cuts.
     assert!(waited > 100 && cut > 50, "waited {waited}, cut {cut}");
 }
+
+/// botocore reads `retrysim export --to aws` of the aws-adaptive preset as
+/// adaptive retry mode with its attempts (a client made from that config
+/// file; nothing is sent).
+#[test]
+fn botocore_reads_the_exported_config_as_adaptive_mode() {
+    let python = match botocore_python() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("\n*** SKIPPED aws_adaptive_botocore: botocore could not be installed: {why} ***\n");
+            return;
+        }
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/aws-adaptive.toml");
+    let policy = retrysim::config::load_policy_file(&path).expect("the preset loads");
+    let x = retrysim::output::export::export(&policy, retrysim::output::export::Target::Aws);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let config = dir.path().join("config");
+    std::fs::write(&config, &x.text).expect("write the config");
+    let out = Command::new(&python)
+        .args([
+            "-c",
+            "import json, botocore.session\n\
+             c = botocore.session.get_session().create_client('dynamodb', region_name='us-east-1')\n\
+             print(json.dumps(c.meta.config.retries))",
+        ])
+        .env("AWS_CONFIG_FILE", &config)
+        .env("AWS_SHARED_CREDENTIALS_FILE", dir.path().join("none"))
+        .env_remove("AWS_RETRY_MODE")
+        .env_remove("AWS_MAX_ATTEMPTS")
+        .env_remove("AWS_PROFILE")
+        .output()
+        .expect("run botocore");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let retries: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(retries["mode"], "adaptive", "{retries}");
+    assert_eq!(retries["total_max_attempts"], 3, "{retries}");
+}
