@@ -79,7 +79,13 @@ fn retrysim_computes_botocores_send_times_and_rates() {
         let r = sent + p.latency;
         limiter.on_response(r, p.throttled);
         requests.push(json!({ "t": t, "r": r, "throttled": p.throttled }));
-        ours.push((sent, limiter.measured_rate(), limiter.bucket().max_rate(), limiter.bucket().capacity(), limiter.enabled()));
+        ours.push((
+            sent,
+            limiter.measured_rate(),
+            limiter.bucket().max_rate(),
+            limiter.bucket().capacity(),
+            limiter.enabled(),
+        ));
         t = r;
     }
     let mut child = Command::new(&python)
@@ -112,7 +118,10 @@ fn retrysim_computes_botocores_send_times_and_rates() {
             cut += 1;
         }
     }
-    println!("{} requests: {waited} waited for a token, {cut} rate cuts; largest fill-rate gap {max_gap:e}", ours.len());
+    println!(
+        "{} requests: {waited} waited for a token, {cut} rate cuts; largest fill-rate gap {max_gap:e}",
+        ours.len()
+    );
     // The script exercised what it is for: waits for tokens and CUBIC cuts.
     assert!(waited > 100 && cut > 50, "waited {waited}, cut {cut}");
 }

@@ -132,7 +132,10 @@ fn aws_adaptive_becomes_retry_mode_adaptive_with_its_2026_details_carried() {
 fn throttling_base_and_retry_after_clamp_are_losses_where_no_key_carries_them() {
     let x = export(&preset("aws-adaptive"), Target::Grpc);
     let l = lost(&x);
-    assert!(l.contains(&"backoff.throttling_base") && l.contains(&"retry_after_clamp") && l.contains(&"throttle"), "{l:?}");
+    assert!(
+        l.contains(&"backoff.throttling_base") && l.contains(&"retry_after_clamp") && l.contains(&"throttle"),
+        "{l:?}"
+    );
     let x = export(&preset("aws-adaptive"), Target::Envoy);
     let l = lost(&x);
     assert!(l.contains(&"backoff.throttling_base") && l.contains(&"retry_after_clamp"), "{l:?}");

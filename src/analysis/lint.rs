@@ -24,6 +24,7 @@ use graph::Graph;
 
 mod downstream;
 mod graph;
+mod hedging;
 mod layers;
 mod ledgers;
 mod paths;
@@ -60,11 +61,16 @@ pub struct Rule {
 }
 
 /// Every rule, in the order of DESIGN §6.
-pub const RULES: [Rule; 12] = [
+pub const RULES: [Rule; 13] = [
     Rule {
         id: "unsafe-retry",
         severity: Severity::Error,
         checks: "a non-idempotent operation retried after unknown outcomes (timeout, reset, 500, 502, 504) without an idempotency key, or with a key the service does not check",
+    },
+    Rule {
+        id: "unsafe-hedge",
+        severity: Severity::Error,
+        checks: "a non-idempotent operation hedged without an idempotency key, or with a key the service does not check",
     },
     Rule {
         id: "layered-retries",
@@ -189,6 +195,7 @@ pub fn lint(s: &Scenario, src: &Sources) -> Report {
     let g = Graph::new(s, src);
     let mut findings = Vec::new();
     g.edge_rules(&mut findings);
+    g.hedge_rules(&mut findings);
     g.layered_retries(&mut findings);
     g.ledger_rules(&mut findings);
     g.downstream_effects(&mut findings);

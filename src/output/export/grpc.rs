@@ -294,7 +294,12 @@ pub fn to_grpc(p: &Policy) -> Exported {
     super::hedging::grpc_losses(p, &mut x);
 
     let config = ServiceConfig {
-        method_config: vec![MethodConfig { name: vec![BTreeMap::new()], timeout, retry_policy: policy, hedging_policy }],
+        method_config: vec![MethodConfig {
+            name: vec![BTreeMap::new()],
+            timeout,
+            retry_policy: policy,
+            hedging_policy,
+        }],
         retry_throttling: throttling,
     };
     x.text = serde_json::to_string_pretty(&config).expect("a service config serializes") + "\n";

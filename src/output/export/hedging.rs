@@ -70,7 +70,9 @@ pub(super) fn grpc_hedging(p: &Policy, x: &mut Exported) -> Option<GrpcHedgingPo
         "hedgingPolicy: grpc-java and grpc-go hedge; grpcio (Python) and grpc-core accept the policy but send no hedges".into(),
     );
     if p.budget.is_some() {
-        x.notes.push("retryThrottling applies to hedges too: hedges stop while the token count is at or below half".into());
+        x.notes.push(
+            "retryThrottling applies to hedges too: hedges stop while the token count is at or below half".into(),
+        );
     }
     Some(GrpcHedgingPolicy { max_attempts, hedging_delay: proto_duration(delay), non_fatal_status_codes: codes })
 }
@@ -80,7 +82,10 @@ fn lose_details(p: &Policy, x: &mut Exported, target: &str, keeps_throttling_bas
     if let Some(b) = p.backoff.throttling_base.filter(|_| !keeps_throttling_base && p.max_attempts > 1) {
         x.lose(
             "backoff.throttling_base",
-            format!("{}: {target} backs off from one base whatever the answer; exported the base for every retry", human(b)),
+            format!(
+                "{}: {target} backs off from one base whatever the answer; exported the base for every retry",
+                human(b)
+            ),
         );
     }
     if let Some(c) = p.retry_after_clamp.filter(|_| !keeps_clamp && p.max_attempts > 1) {
@@ -129,11 +134,17 @@ pub(super) fn envoy_hedge(p: &Policy, x: &mut Exported) -> Option<(Nanos, u32)> 
     if p.per_try_timeout != NEVER && p.per_try_timeout != delay {
         x.lose(
             "per_try_timeout",
-            format!("{}: replaced by the hedging delay, which is Envoy's per-try timeout when it hedges", human(p.per_try_timeout)),
+            format!(
+                "{}: replaced by the hedging delay, which is Envoy's per-try timeout when it hedges",
+                human(p.per_try_timeout)
+            ),
         );
     }
     if !h.non_fatal.statuses.is_empty() {
-        x.lose("hedging.non_fatal", "Envoy has no non-fatal statuses: a hedged request that fails is retried by retry_on, if at all");
+        x.lose(
+            "hedging.non_fatal",
+            "Envoy has no non-fatal statuses: a hedged request that fails is retried by retry_on, if at all",
+        );
     }
     Some((delay, h.max_attempts - 1))
 }
@@ -160,10 +171,14 @@ pub(super) fn envoy_filters(p: &Policy, x: &mut Exported) -> Option<String> {
     let mut y = String::new();
     y.push_str("---\n");
     y.push_str("# Goes in the HTTP connection manager's http_filters, before envoy.filters.http.router:\n");
-    y.push_str("# the SRE book's client-side throttling, p = max(0, (requests - accepts / sr_threshold) / (requests + 1)).\n");
+    y.push_str(
+        "# the SRE book's client-side throttling, p = max(0, (requests - accepts / sr_threshold) / (requests + 1)).\n",
+    );
     y.push_str("name: envoy.filters.http.admission_control\n");
     y.push_str("typed_config:\n");
-    y.push_str("  \"@type\": type.googleapis.com/envoy.extensions.filters.http.admission_control.v3.AdmissionControl\n");
+    y.push_str(
+        "  \"@type\": type.googleapis.com/envoy.extensions.filters.http.admission_control.v3.AdmissionControl\n",
+    );
     y.push_str("  enabled:\n    default_value: true\n    runtime_key: admission_control.enabled\n");
     y.push_str(&format!("  sampling_window: \"{}\"\n", proto_duration(window)));
     y.push_str("  aggression:\n    default_value: 1.0\n    runtime_key: admission_control.aggression\n");
