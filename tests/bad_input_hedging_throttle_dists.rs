@@ -139,7 +139,11 @@ fn hedging_mistakes() {
         "hedging.max_extra_load",
         "above 0",
     );
-    policy_case("per_try_timeout = \"1s\"\n[hedging]\ndelay = \"5ms\"\ncopies = 2\n", "hedging.copies", "unknown field");
+    policy_case(
+        "per_try_timeout = \"1s\"\n[hedging]\ndelay = \"5ms\"\ncopies = 2\n",
+        "hedging.copies",
+        "unknown field",
+    );
 }
 
 #[test]
