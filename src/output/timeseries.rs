@@ -4,10 +4,15 @@ use crate::analysis::RunSet;
 use crate::engine::to_secs_f64;
 
 /// One row per (variant, replication, bin), DESIGN §5 columns, then three
-/// columns per service.
+/// columns per service; then `hedges_per_s` and `throttled_per_s` when a
+/// variant hedges or throttles.
 pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let first = &set.variants[0].scenario;
+    let any = |f: &dyn Fn(&crate::policy::Policy) -> bool| {
+        set.variants.iter().any(|v| (0..v.scenario.edges.len()).any(|e| f(v.scenario.edge_policy(e))))
+    };
+    let (hedged, throttled) = (any(&|p| p.hedging.is_some()), any(&|p| p.throttle.is_some()));
     let mut header: Vec<String> = [
         "variant",
         "replication",
@@ -29,6 +34,12 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
             format!("{}.utilization", s.name),
             format!("{}.wasted_per_s", s.name),
         ]);
+    }
+    if hedged {
+        header.push("hedges_per_s".into());
+    }
+    if throttled {
+        header.push("throttled_per_s".into());
     }
     w.write_record(&header)?;
     for v in &set.variants {
@@ -57,6 +68,12 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
                 rec.extend(svc(main));
                 for k in 0..s.services.len() {
                     rec.extend(svc(k));
+                }
+                if hedged {
+                    rec.push((row.hedges as f64 / bin_s).to_string());
+                }
+                if throttled {
+                    rec.push((row.throttled as f64 / bin_s).to_string());
                 }
                 w.write_record(&rec)?;
             }

@@ -92,6 +92,7 @@ impl World<'_> {
                     if in_window {
                         self.m.throttled += 1;
                     }
+                    self.m.series.at(now).throttled += 1;
                     let call = self.calls.get_mut(id).expect("live call");
                     call.admitted = true;
                     call.throttle_wait = wait;
@@ -106,6 +107,7 @@ impl World<'_> {
         if in_window {
             self.m.throttled += 1;
         }
+        self.m.series.at(now).throttled += 1;
         self.refuse(id, note);
         false
     }

@@ -112,6 +112,7 @@ impl World<'_> {
                     if in_window {
                         self.m.throttled += 1;
                     }
+                    self.m.series.at(now).throttled += 1;
                     return Err(DenyReason::Throttled);
                 }
             }
@@ -123,6 +124,7 @@ impl World<'_> {
         if in_window {
             self.m.hedges += 1;
         }
+        self.m.series.at(now).hedges += 1;
         let call = self.calls.get_mut(id).expect("live call");
         call.retry_cost = cost;
         let copy = {
