@@ -158,7 +158,11 @@ pub fn run_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
     if header.iter().any(|h| h == "throttled_per_s") {
         charts.push((
             "throttled".into(),
-            time_chart("throttled_per_s", "Attempts the client-side throttle held back", "throttled attempts per second"),
+            time_chart(
+                "throttled_per_s",
+                "Attempts the client-side throttle held back",
+                "throttled attempts per second",
+            ),
         ));
     }
     let cdf_lines = variants

@@ -127,5 +127,16 @@ fn an_unlucky_start_can_hold_the_throttle_down() {
     let refused: Vec<f64> = metric(&runs, "throttled_per_intent").into_iter().map(|v| v.expect("a value")).collect();
     println!("failing 0.4 from t = 0: refused share per replication {refused:?}");
     assert!(refused.iter().any(|&r| r > 0.2), "{refused:?}");
-    assert!(refused.iter().any(|&r| r == 0.0), "{refused:?}");
+    assert!(refused.contains(&0.0), "{refused:?}");
+}
+
+#[test]
+fn each_client_instance_has_a_throttle_of_its_own() {
+    let one = experiment(r#", throttle = { kind = "sre" }"#, "", "")
+        .replace("rate = \"1000/s\"", "count = 10\nrate = \"1000/s\"");
+    let exp = load(&one);
+    // Intents are spread over the ten instances, each with its own window.
+    assert_eq!(exp.variants[0].clients[0].stateful_instances(), 10);
+    let shared = one.replace(r#"kind = "sre" }"#, r#"kind = "sre", scope = "shared" }"#);
+    assert_eq!(load(&shared).variants[0].clients[0].stateful_instances(), 0);
 }

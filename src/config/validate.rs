@@ -275,7 +275,7 @@ pub fn scenario(
             edge: edges.len(),
         };
         if spec.stateful_instances() > 1_000_000 {
-            return Err(v.err(&f("count"), format!("closed and burst clients, per-instance budgets (scope = \"client\") and circuit breakers keep state per instance: at most 1000000 instances, got {count}")));
+            return Err(v.err(&f("count"), format!("closed and burst clients, per-instance budgets and throttles (scope = \"client\") and circuit breakers keep state per instance: at most 1000000 instances, got {count}")));
         }
         let edge = edges.len();
         edges.push(EdgeSpec {

@@ -43,7 +43,8 @@ impl Mixture {
     /// A mixture of `(weight, dist)` parts; weights are normalised to sum 1.
     pub fn new(parts: Vec<(f64, Dist)>) -> Result<Mixture, String> {
         let total: f64 = parts.iter().map(|(w, _)| *w).sum();
-        if parts.is_empty() || !(total.is_finite() && total > 0.0) || parts.iter().any(|(w, _)| !(*w >= 0.0)) {
+        if parts.is_empty() || !(total.is_finite() && total > 0.0) || parts.iter().any(|(w, _)| w.is_nan() || *w < 0.0)
+        {
             return Err("a mixture needs parts with non-negative weights that sum to more than 0".into());
         }
         let mut acc = 0.0;
