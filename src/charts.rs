@@ -294,7 +294,7 @@ pub fn sweep_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
         ("success_rate", "share of intents that succeeded"),
         ("goodput_per_s", "successful intents per second"),
         ("attempts_per_intent", "attempts per intent"),
-        ("amplification", "requests per intent at the busiest service"),
+        ("amplification", "requests per intent at the baseline's busiest service"),
         ("latency_p99_s", "p99 latency of successful intents (s)"),
     ] {
         let lines = names

@@ -63,8 +63,12 @@ pub enum Command {
     #[command(after_help = "Example:\n  retrysim plot out/quickstart --out slides/")]
     Plot(plot::PlotArgs),
     /// Search the [tune.space] for the best policy under the [tune] objective and constraints; emit it.
+    ///
+    /// Candidates not significantly worse than the best by paired difference
+    /// (common random numbers) tie; among them the one with fewer lint
+    /// findings, then the gentler one, wins (docs/tune.md).
     #[command(
-        after_help = "Exit status: 0 a winner was found and written, 1 no candidate met the constraints (the closest is named), 2 bad input.\n\nExample:\n  retrysim tune experiments/tune-sdk.toml --emit policies/tuned-example.toml"
+        after_help = "Exit status: 0 a winner was found and written, 1 no candidate met the constraints (the closest is named), 2 bad input.\n\nExamples:\n  retrysim tune experiments/tune-sdk.toml --emit policies/tuned-example.toml\n  retrysim tune experiments/tune-sdk.toml --format json   # winner, ties, front, per scenario\n  retrysim tune experiments/tune-sdk.toml --candidates 10 --replications 5"
     )]
     Tune(tune::TuneArgs),
     /// Write report.html (self-contained) and report.md for a design review from a run's output folder.

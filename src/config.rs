@@ -39,6 +39,20 @@ pub struct Experiment {
     pub inputs: Vec<PathBuf>,
 }
 
+impl Experiment {
+    /// `[experiment] show` over every variant (a variant's `set` may add
+    /// to it), in order, without repeats.
+    pub fn show(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in self.variants.iter().flat_map(|v| &v.show) {
+            if !out.contains(m) {
+                out.push(m.clone());
+            }
+        }
+        out
+    }
+}
+
 /// Where each inlined policy came from: location (`clients.web`) → file.
 type Origins = BTreeMap<String, String>;
 

@@ -2,6 +2,7 @@
 //! per-bin time series. Memory does not grow with the number of intents.
 
 pub mod bin_latency;
+pub mod class;
 pub mod latency;
 pub mod recovery;
 pub mod run;
@@ -9,21 +10,26 @@ pub mod timeseries;
 pub mod trace;
 
 pub use latency::LatencyHistogram;
-pub use run::{MetricMap, RunCollector, RunResult};
+pub use run::{ClientResult, MetricMap, NEVER_HEALTHY, RunCollector, RunResult};
 pub use timeseries::{BinRow, TimeSeries};
 pub use trace::{TraceDecision, TraceNote, TraceRecord};
 
-/// Headline metrics, in the order tables and files show them (DESIGN §5).
-pub const METRICS: [&str; 28] = [
+/// Headline metrics, in the order tables and files show them (DESIGN §5,
+/// §8.3).
+pub const METRICS: [&str; 32] = [
     "intents",
     "success_rate",
     "goodput_per_s",
+    "burst_completion_s",
     "attempts_per_intent",
     "amplification",
     "latency_mean_s",
     "latency_p50_s",
     "latency_p99_s",
     "latency_p999_s",
+    "latency_all_p50_s",
+    "latency_all_p99_s",
+    "latency_all_p999_s",
     "wasted_fraction",
     "duplicate_intents",
     "orphan_commits",

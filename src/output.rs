@@ -1,14 +1,18 @@
 //! What users see: the summary (JSON, CSV, terminal table) and the time
 //! series, written atomically and never over an input file.
 
+pub mod columns;
 pub mod export;
 pub mod files;
+pub mod findings;
+pub mod notes;
 pub mod report;
 pub mod summary;
 pub mod sweep;
 pub mod table;
 pub mod timeseries;
 pub mod trace;
+pub mod vs_baseline;
 
 pub use files::write_atomic;
 pub use summary::{VariantSummary, summarize_runs, summary_json};

@@ -1,9 +1,10 @@
 //! `retrysim lint`: one experiment per rule that triggers exactly that rule
 //! (a clean design with one field changed), the clean design itself (no
 //! findings, exit 0), a three-layer design whose worst case is 64, file
-//! attribution for policies given by path, and the output formats.
+//! attribution for policies given by path, every variant linted and named,
+//! and the output formats.
 
-use retrysim::analysis::lint::{RULES, Severity, Sources, lint, warnings_for_run};
+use retrysim::analysis::lint::{RULES, Severity, Sources, lint, warnings_for_run, warnings_for_variants};
 use retrysim::config::load_experiment;
 use std::path::Path;
 use std::process::Command;
@@ -149,7 +150,8 @@ fn layered_retries() {
         "layered-retries",
         1,
         &[
-            r#"services.api.calls.payments.policy={ max_attempts = 2, per_try_timeout = "200ms", deadline = "1s", retry_on = ["connect_error", "503"], max_retry_after = "300ms", backoff = { kind = "exponential", base = "50ms", jitter = "full" }, budget = { kind = "token_bucket" } }"#,
+            // Its retries end within the caller's 500 ms per-try timeout.
+            r#"services.api.calls.payments.policy={ max_attempts = 2, per_try_timeout = "150ms", deadline = "400ms", retry_on = ["connect_error", "503"], max_retry_after = "300ms", backoff = { kind = "exponential", base = "50ms", jitter = "full" }, budget = { kind = "token_bucket" } }"#,
         ],
     );
     let m = f[0]["message"].as_str().unwrap();
@@ -355,9 +357,150 @@ fn run_gets_one_line_per_warning() {
     let lines = warnings_for_run(&bad.variants[0]);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines.iter().all(|l| !l.contains('\n')));
-    assert!(lines[0].starts_with("lint warning [no-budget] clients.web.policy.budget: "), "{lines:?}");
-    assert!(lines[1].starts_with("lint warning [memory-ledger] services.api.idempotency.store: "), "{lines:?}");
+    assert!(
+        lines[0].starts_with("lint warning [no-budget] variant \"clean\": clients.web.policy.budget: "),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with("lint warning [memory-ledger] variant \"clean\": services.api.idempotency.store: "),
+        "{lines:?}"
+    );
     let _ = Sources::default();
+}
+
+#[test]
+fn run_names_the_variants_of_each_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("exp.toml");
+    let exp = format!(
+        "{CLEAN}\n[[variants]]\nname = \"memory\"\nset = {{ \"services.api.idempotency.store\" = \"memory\" }}\n\n[[variants]]\nname = \"memory, no budget\"\nset = {{ \"services.api.idempotency.store\" = \"memory\", \"clients.web.policy.budget.kind\" = \"none\" }}\n\n[[variants]]\nname = \"clean\"\n"
+    );
+    std::fs::write(&path, exp).unwrap();
+    let loaded = load_experiment(&path, &[]).unwrap();
+    let lines = warnings_for_variants(&loaded.variants);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with(
+            "lint warning [memory-ledger] variants \"memory\", \"memory, no budget\": services.api.idempotency.store: "
+        ),
+        "{lines:?}"
+    );
+    assert!(lines[1].starts_with("lint warning [no-budget] variant \"memory, no budget\": "), "{lines:?}");
+    // A finding every variant has says so.
+    let all = load_experiment(&path, &["clients.web.policy.budget.kind=none".into()]).unwrap();
+    let lines = warnings_for_variants(&all.variants);
+    assert!(lines.iter().any(|l| l.starts_with("lint warning [no-budget] every variant: ")), "{lines:?}");
+    // `run` prints them so.
+    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .args(["run", path.to_str().unwrap(), "--replications", "1", "--no-plots", "--out"])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("lint warning [memory-ledger] variants \"memory\", \"memory, no budget\": "), "{err}");
+}
+
+#[test]
+fn every_variant_is_linted_and_each_finding_names_its_variant() {
+    let with_variants = format!(
+        "{CLEAN}\n[[variants]]\nname = \"as written\"\n\n[[variants]]\nname = \"memory\"\nset = {{ \"services.api.idempotency.store\" = \"memory\" }}\n\n[[variants]]\nname = \"tiny payments\"\nset = {{ \"services.payments.workers\" = 1 }}\n"
+    );
+    let (code, table, report) = lint_cli(&with_variants, &[]);
+    assert_eq!(code, 1, "the over-capacity error of the third variant fails the lint: {table}");
+    assert_eq!(report["variants"], serde_json::json!(["as written", "memory", "tiny payments"]));
+    let found: Vec<(String, String)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["variant"].as_str().unwrap().to_string(), f["rule"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        found,
+        [("memory".to_string(), "memory-ledger".to_string()), ("tiny payments".into(), "over-capacity".into())]
+    );
+    assert!(table.contains("[services.api]  (variant \"memory\")"), "{table}");
+    assert!(table.contains("[services.payments]  (variant \"tiny payments\")"), "{table}");
+    // The paths are the same in every variant: one table.
+    assert_eq!(table.matches("worst case").count(), 1, "{table}");
+    assert_eq!(report["paths"][0]["variants"], serde_json::json!(["as written", "memory", "tiny payments"]));
+}
+
+/// The number of milliseconds written just after `before` in `text`.
+fn millis_after(text: &str, before: &str) -> f64 {
+    let rest = &text[text.find(before).unwrap_or_else(|| panic!("no {before:?} in {text}")) + before.len()..];
+    rest[..rest.find("ms").unwrap()].parse().unwrap()
+}
+
+#[test]
+fn over_capacity_before_any_fault() {
+    // payments: 2 workers x 25 ms = 80/s for 100 intents/s, each calling it once.
+    let f = only(
+        "over-capacity",
+        1,
+        &["services.payments.workers=2", r#"services.payments.service_time={ dist = "exp", mean = "25ms" }"#],
+    );
+    assert_eq!(f[0]["field"], "services.payments.workers");
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(m.contains("payments gets 100 requests/s before any fault (clients.web 100/s x 1 request(s) per intent) but serves at most 80/s (2 workers / 25ms per request"), "{m}");
+    assert!(m.contains("125% utilisation"), "{m}");
+    assert!(f[0]["fix"].as_str().unwrap().contains("at least 4 (80% utilisation)"), "{f:?}");
+    // A spike in the rate schedule is a disturbance, not the steady load.
+    only_in(
+        CLEAN,
+        "near-capacity",
+        0,
+        &[r#"clients.web.rate=[{ at = "0s", rate = "100/s" }, { at = "5s", rate = "1000/s" }]"#],
+    );
+}
+
+#[test]
+fn near_capacity_counts_the_time_a_worker_waits_for_its_downstream_call() {
+    // api holds a worker 10 ms + 1 ms + 20 ms + 1 ms = 32 ms: 8 workers serve
+    // 250/s, and 220/s is 88%; payments (20 ms) is at 55%.
+    let f = only("near-capacity", 1, &["clients.web.rate=220/s"]);
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(m.contains("api gets 220 requests/s"), "{m}");
+    assert!(m.contains("serves at most 250/s (8 workers / 32ms per request, its own service time plus its synchronous downstream calls"), "{m}");
+    assert!(m.contains("88% utilisation"), "{m}");
+}
+
+#[test]
+fn timeout_below_the_callees_retry_window() {
+    let retrying_call = r#"services.api.calls.payments.policy={ max_attempts = 3, per_try_timeout = "300ms", deadline = "2s", retry_on = ["connect_error", "503"], max_retry_after = "500ms", backoff = { kind = "exponential", base = "50ms", jitter = "full" }, budget = { kind = "token_bucket" } }"#;
+    let f = only("timeout-below-callee-retries", 1, &["clients.web.policy.max_attempts=1", retrying_call]);
+    assert_eq!(f[0]["field"], "clients.web.policy.per_try_timeout");
+    let m = f[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains("clients.web gives up on an attempt to api after 500ms (per_try_timeout), but services.api.calls.payments makes up to 3 attempts for up to 2s"),
+        "{m}"
+    );
+    // A deadline the caller propagates ends the callee's retries with the caller.
+    only(
+        "timeout-below-callee-retries",
+        0,
+        &[
+            "clients.web.policy.max_attempts=1",
+            "clients.web.policy.deadline=500ms",
+            retrying_call,
+            "services.api.calls.payments.propagate_deadline=true",
+        ],
+    );
+}
+
+#[test]
+fn timeout_below_the_modelled_p99_of_an_attempt() {
+    let f = only("timeout-below-p99", 1, &["clients.web.policy.per_try_timeout=20ms"]);
+    let m = f[0]["message"].as_str().unwrap();
+    // An attempt: 4 x 1 ms of network plus exp(10 ms) + exp(20 ms), whose
+    // survival is 2 e^(-x/20) - e^(-x/10): the p99 is 20 ln(1 / (1 - sqrt(0.99)))
+    // = 105.87 ms, so 109.87 ms in all. 20 000 draws estimate it with a
+    // standard error of sqrt(0.99 x 0.01 / 20000) / f(p99) = 1.41 ms.
+    let p99 = millis_after(m, "the modelled p99 latency of an attempt to api (");
+    let exact = 4.0 + 20.0 * (1.0 / (1.0 - 0.99f64.sqrt())).ln();
+    assert!((p99 - exact).abs() < 3.0 * 1.41, "p99 {p99} ms vs {exact} ms: {m}");
+    assert!(m.contains("after 20ms (per_try_timeout)"), "{m}");
+    // 200 ms is above it.
+    only("timeout-below-p99", 0, &["clients.web.policy.per_try_timeout=200ms"]);
 }
 
 #[test]
@@ -374,13 +517,13 @@ fn formats_variants_and_bad_input() {
     };
     let (code, out, err) = cli(&["--variant", "memory", "--format", "markdown"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.starts_with("| severity | rule | file: field | at | finding | fix |"), "{out}");
+    assert!(out.starts_with("| severity | rule | variants | file: field | at | finding | fix |"), "{out}");
     assert!(out.contains("| warning | `memory-ledger` |"), "{out}");
     assert!(out.contains("| web | web -> api -> payments | 3 x 1 | 3 |"), "{out}");
     assert!(err.contains("lint of \"memory\": 0 error(s), 1 warning(s)"), "{err}");
     let (code, out, _) = cli(&["--variant", "memory", "--format", "csv", "-q"]);
     assert_eq!(code, 0);
-    assert!(out.starts_with("severity,rule,file,field,at,message,fix\nwarning,memory-ledger,"), "{out}");
+    assert!(out.starts_with("variant,severity,rule,file,field,at,message,fix\nmemory,warning,memory-ledger,"), "{out}");
     let (code, _, err) = cli(&["--variant", "nope"]);
     assert_eq!(code, 2);
     assert!(err.contains("as written, memory"), "{err}");

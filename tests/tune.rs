@@ -22,12 +22,16 @@ fn tune_file(dir: &Path, space: &str, constraints: &str) -> std::path::PathBuf {
     path
 }
 
+/// Runs `tune`; the chart goes to a folder beside `emit`, never into the
+/// working tree.
 fn tune(path: &Path, emit: &Path, extra: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
         .arg("tune")
         .arg(path)
         .arg("--emit")
         .arg(emit)
+        .arg("--out")
+        .arg(emit.with_extension("out"))
         .args(if extra.contains(&"--replications") { &["-q"][..] } else { &["--replications", "2", "-q"][..] })
         .args(extra)
         .output()

@@ -1,6 +1,7 @@
 //! `retrysim lint`: the static checks of the pre-launch checklist (DESIGN
-//! §6) over one validated variant of an experiment, and the worst-case
-//! amplification of every call path.
+//! §6), the capacity and cross-layer timeout checks, over one validated
+//! variant of an experiment, and the worst-case amplification of every
+//! call path.
 //!
 //! Every rule has a fixed id and severity ([`RULES`]); a [`Finding`] names
 //! the file and field to change and a one-line fix. `docs/lint.md` lists the
@@ -22,6 +23,7 @@ use crate::engine::{NEVER, Nanos};
 use crate::policy::{Outcome, Policy};
 use graph::Graph;
 
+mod capacity;
 mod downstream;
 mod graph;
 mod hedging;
@@ -30,6 +32,7 @@ mod ledgers;
 mod paths;
 mod retries;
 mod sources;
+mod timeouts;
 mod timing;
 
 pub use sources::{Sources, sources};
@@ -60,8 +63,8 @@ pub struct Rule {
     pub checks: &'static str,
 }
 
-/// Every rule, in the order of DESIGN §6.
-pub const RULES: [Rule; 13] = [
+/// Every rule, in the order of DESIGN §6, then capacity and timeouts.
+pub const RULES: [Rule; 17] = [
     Rule {
         id: "unsafe-retry",
         severity: Severity::Error,
@@ -123,6 +126,26 @@ pub const RULES: [Rule; 13] = [
         severity: Severity::Warning,
         checks: "a downstream call to a service with side effects without an outbox with dedup, or a key checked by a ledger",
     },
+    Rule {
+        id: "over-capacity",
+        severity: Severity::Error,
+        checks: "a service gets more requests per second before any fault (the clients' steady load x requests per intent when nothing fails) than its workers can serve",
+    },
+    Rule {
+        id: "near-capacity",
+        severity: Severity::Warning,
+        checks: "a service runs above 80% utilisation before any fault",
+    },
+    Rule {
+        id: "timeout-below-callee-retries",
+        severity: Severity::Warning,
+        checks: "a caller's per-try timeout is shorter than the callee's own retry window on a downstream call: the callee keeps retrying for a caller that has gone",
+    },
+    Rule {
+        id: "timeout-below-p99",
+        severity: Severity::Warning,
+        checks: "a per-try timeout below the modelled p99 latency of an attempt without queueing or failures",
+    },
 ];
 
 /// The rule with this id.
@@ -135,6 +158,8 @@ pub fn rule(id: &str) -> &'static Rule {
 pub struct Finding {
     /// The rule's id.
     pub rule: &'static str,
+    /// The variant linted.
+    pub variant: String,
     pub severity: Severity,
     /// The file to change: the experiment, or the policy file a policy came from.
     pub file: String,
@@ -179,15 +204,56 @@ impl Report {
     }
 }
 
-/// The findings of warning and error level as one line each, for `run` to
-/// print at its start (`-q` silences them). Fields are named by their path
-/// in the experiment (`clients.web.policy.budget`).
+/// The findings of warning and error level of one variant as one line
+/// each, naming the variant. Fields are named by their path in the
+/// experiment (`clients.web.policy.budget`).
 pub fn warnings_for_run(s: &Scenario) -> Vec<String> {
-    lint(s, &Sources::default())
-        .findings
+    warnings_for_variants(std::slice::from_ref(s))
+}
+
+/// The findings of every variant as one line each, for `run` to print at
+/// its start (`-q` silences them): a finding that several variants share is
+/// printed once, naming them (`every variant` when all of them have it).
+pub fn warnings_for_variants(variants: &[Scenario]) -> Vec<String> {
+    let mut groups: Vec<(Finding, Vec<String>)> = Vec::new();
+    for s in variants {
+        for f in lint(s, &Sources::default()).findings {
+            let same = |g: &Finding| {
+                (g.severity, g.rule, &g.field, &g.message, &g.fix) == (f.severity, f.rule, &f.field, &f.message, &f.fix)
+            };
+            match groups.iter_mut().find(|(g, _)| same(g)) {
+                Some((_, names)) => names.push(f.variant.clone()),
+                None => {
+                    let name = f.variant.clone();
+                    groups.push((f, vec![name]));
+                }
+            }
+        }
+    }
+    groups
         .iter()
-        .map(|f| format!("lint {} [{}] {}: {} (fix: {})", f.severity.label(), f.rule, f.field, f.message, f.fix))
+        .map(|(f, names)| {
+            format!(
+                "lint {} [{}] {}: {}: {} (fix: {})",
+                f.severity.label(),
+                f.rule,
+                variants_label(names, variants.len()),
+                f.field,
+                f.message,
+                f.fix
+            )
+        })
         .collect()
+}
+
+/// `variant "a"`, `variants "a", "b"`, or `every variant` (all of `total`, more than one).
+pub fn variants_label(names: &[String], total: usize) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    match names.len() {
+        1 => format!("variant {}", quoted[0]),
+        n if n == total => "every variant".into(),
+        _ => format!("variants {}", quoted.join(", ")),
+    }
 }
 
 /// Runs every rule over `s` and lists the call paths.
@@ -199,6 +265,8 @@ pub fn lint(s: &Scenario, src: &Sources) -> Report {
     g.layered_retries(&mut findings);
     g.ledger_rules(&mut findings);
     g.downstream_effects(&mut findings);
+    g.capacity_rules(&mut findings);
+    g.timeout_rules(&mut findings);
     let order = |id: &str| RULES.iter().position(|r| r.id == id).unwrap_or(usize::MAX);
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(order(a.rule).cmp(&order(b.rule))));
     Report { findings, paths: g.paths() }

@@ -36,9 +36,22 @@ pub enum PrecisionOutcome {
 /// half-width / |mean|), if any is not yet precise at `share`.
 pub fn imprecise(set: &RunSet, share: f64) -> Option<(String, String, f64)> {
     let mut worst: Option<(String, String, f64)> = None;
+    // Amplification at the one service the summary takes it at.
+    let amp = set.amplification_service(0);
     for v in &set.variants {
         for (metric, floor) in WATCHED {
-            let values: Vec<Option<f64>> = v.runs.iter().map(|r| r.metrics.get(metric).copied().flatten()).collect();
+            let values: Vec<Option<f64>> = v
+                .runs
+                .iter()
+                .map(|r| match (metric, &amp) {
+                    ("amplification", Some(svc)) => r
+                        .services
+                        .iter()
+                        .find(|(n, _)| n == svc)
+                        .and_then(|(_, m)| m.get("requests_per_intent").copied().flatten()),
+                    _ => r.metrics.get(metric).copied().flatten(),
+                })
+                .collect();
             let s = summarize(values);
             let (Some(mean), Some(h)) = (s.mean, s.half_width()) else {
                 if s.mean.is_some() && v.runs.len() < 2 {

@@ -29,6 +29,27 @@ impl RunSet {
         }
     }
 
+    /// The service where variant `baseline`'s amplification is largest:
+    /// the largest mean `requests_per_intent` over its replications (the
+    /// first in file order on a tie); `None` without runs. Every variant's
+    /// headline `amplification` is taken there (DESIGN §8.3).
+    pub fn amplification_service(&self, baseline: usize) -> Option<String> {
+        let runs = &self.variants.get(baseline)?.runs;
+        let first = runs.first()?;
+        let mut best: Option<(String, f64)> = None;
+        for (i, (name, _)) in first.services.iter().enumerate() {
+            let values: Vec<Option<f64>> = runs
+                .iter()
+                .map(|r| r.services.get(i).and_then(|s| s.1.get("requests_per_intent").copied().flatten()))
+                .collect();
+            let mean = super::summarize(values).mean.unwrap_or(f64::NEG_INFINITY);
+            if best.as_ref().is_none_or(|b| mean > b.1) {
+                best = Some((name.clone(), mean));
+            }
+        }
+        best.map(|b| b.0)
+    }
+
     /// Events processed over all runs.
     pub fn events(&self) -> u64 {
         self.variants.iter().flat_map(|v| &v.runs).map(|r| r.events).sum()

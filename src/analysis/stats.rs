@@ -1,4 +1,5 @@
-//! Means and Student-t confidence intervals over replications.
+//! Means and Student-t confidence intervals over replications, kept inside
+//! the range the metric can take.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -58,6 +59,71 @@ pub fn summarize(values: Vec<Option<f64>>) -> Summary {
     summarize_at(values, 0.95)
 }
 
+/// The values a metric can take, which its confidence interval respects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Range {
+    /// A share: [0, 1].
+    Share,
+    /// A count, a rate, a time or a latency: [0, ∞).
+    NonNegative,
+    /// A paired difference of two shares: [-1, 1].
+    ShareDifference,
+    /// Anything (a paired difference of non-negative metrics).
+    Any,
+}
+
+impl Range {
+    /// The range of metric `name` (a headline, client, edge, service or
+    /// side-effect metric): shares are the `*_fraction`, `*_rate`,
+    /// `utilization` and `hedge_wins` metrics; every other metric is a
+    /// count, rate, time or latency.
+    pub fn of(name: &str) -> Range {
+        let share =
+            name.ends_with("_fraction") || name.ends_with("_rate") || matches!(name, "utilization" | "hedge_wins");
+        if share { Range::Share } else { Range::NonNegative }
+    }
+
+    /// The range of a paired difference of two values in this range.
+    pub fn difference(self) -> Range {
+        match self {
+            Range::Share | Range::ShareDifference => Range::ShareDifference,
+            Range::NonNegative | Range::Any => Range::Any,
+        }
+    }
+
+    /// The bounds (lo, hi).
+    pub fn bounds(self) -> (f64, f64) {
+        match self {
+            Range::Share => (0.0, 1.0),
+            Range::NonNegative => (0.0, f64::INFINITY),
+            Range::ShareDifference => (-1.0, 1.0),
+            Range::Any => (f64::NEG_INFINITY, f64::INFINITY),
+        }
+    }
+}
+
+/// [`summarize`] with the CI intersected with `range`: the Student-t
+/// interval truncated to the values the metric can take. The true mean lies
+/// in the range, so the truncated interval covers it exactly when the
+/// Student-t interval does: the same 95% coverage, never a bound the metric
+/// cannot have (a success rate above 1, a negative count). The interval may
+/// then be asymmetric about the mean.
+pub fn summarize_in(values: Vec<Option<f64>>, range: Range) -> Summary {
+    clip(summarize(values), range)
+}
+
+/// Truncates a summary's CI to `range`.
+pub fn clip(mut s: Summary, range: Range) -> Summary {
+    let (lo, hi) = range.bounds();
+    s.ci95 = s.ci95.map(|(a, b)| (a.clamp(lo, hi), b.clamp(lo, hi)));
+    s
+}
+
+/// [`summarize_in`] with the range of metric `name` ([`Range::of`]).
+pub fn summarize_metric(name: &str, values: Vec<Option<f64>>) -> Summary {
+    summarize_in(values, Range::of(name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,11 +148,44 @@ mod tests {
         assert_eq!((e.mean, e.ci95), (None, None));
         assert_eq!(summarize(vec![Some(1.0)]).ci95, None);
     }
+
+    #[test]
+    fn intervals_stay_in_the_metric_range() {
+        // A success rate near 1: the t interval goes past 1, the kept one stops there.
+        let near_one = vec![Some(1.0), Some(0.99998), Some(1.0), Some(0.99996), Some(1.0)];
+        let t = summarize(near_one.clone()).ci95.unwrap();
+        assert!(t.1 > 1.0, "the plain t interval leaves [0, 1]: {t:?}");
+        let s = summarize_metric("success_rate", near_one);
+        let (lo, hi) = s.ci95.unwrap();
+        assert_eq!(hi, 1.0);
+        assert_eq!(lo, t.0, "the lower bound is the t interval's");
+        // A count that is mostly 0: no negative lower bound.
+        let orphans = vec![Some(0.0), Some(0.0), Some(2.0), Some(0.0), Some(0.0)];
+        assert!(summarize(orphans.clone()).ci95.unwrap().0 < 0.0);
+        let s = summarize_metric("orphan_commits", orphans);
+        assert_eq!(s.ci95.unwrap().0, 0.0);
+        assert_eq!(s.mean, Some(0.4), "the mean is not touched");
+        // Ranges by name.
+        for share in ["success_rate", "wasted_fraction", "recovered_fraction", "utilization"] {
+            assert_eq!(Range::of(share), Range::Share, "{share}");
+        }
+        for other in ["latency_p99_s", "collapse_time_s", "goodput_per_s", "amplification", "queue_len"] {
+            assert_eq!(Range::of(other), Range::NonNegative, "{other}");
+        }
+        // Differences of shares stay in [-1, 1]; of counts they are free.
+        let a = vec![Some(0.0), Some(0.0), Some(0.0)];
+        let b = vec![Some(1.0), Some(0.98), Some(1.0)];
+        let d = paired_metric("success_rate", &a, &b);
+        assert!(d.ci95.unwrap().1 <= 1.0 && paired_at(&a, &b, 0.95).ci95.unwrap().1 > 1.0);
+        let d = paired_metric("orphan_commits", &b, &a);
+        assert_eq!(d.ci95, paired_at(&b, &a, 0.95).ci95);
+    }
 }
 
 /// The paired difference `b - a` over the replications both have values
 /// for (replication r of every variant shares its random numbers, so the
-/// pairs are matched), with a `level` Student-t CI.
+/// pairs are matched), with a `level` Student-t CI (not truncated: see
+/// [`paired_metric`]).
 pub fn paired_at(a: &[Option<f64>], b: &[Option<f64>], level: f64) -> Summary {
     let diffs: Vec<Option<f64>> = a
         .iter()
@@ -97,6 +196,13 @@ pub fn paired_at(a: &[Option<f64>], b: &[Option<f64>], level: f64) -> Summary {
         })
         .collect();
     summarize_at(diffs, level)
+}
+
+/// [`paired_at`] at 95% for metric `name`, its CI truncated to the range of
+/// a difference of two values of that metric (a difference of shares stays
+/// in [-1, 1]; a difference of counts or times is not bounded).
+pub fn paired_metric(name: &str, a: &[Option<f64>], b: &[Option<f64>]) -> Summary {
+    clip(paired_at(a, b, 0.95), Range::of(name).difference())
 }
 
 /// Whether a CI excludes zero (a difference that is significant).

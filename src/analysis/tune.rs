@@ -1,379 +1,278 @@
-//! `retrysim tune`: the best policy for one call edge under an objective and
-//! constraints, judged on the worst of several scenarios, with constraints
-//! checked on the 95% CI bound so the winner stays feasible on fresh seeds.
+//! `retrysim tune`: the best policy for one or several call edges under an
+//! objective and constraints, judged on the worst of several scenarios,
+//! with constraints checked on the 95% CI bound so the winner stays
+//! feasible on fresh seeds, and the winner chosen by paired differences
+//! under common random numbers rather than by the mean alone.
+//!
+//! - [`spec`]: the `[tune]` table, read strictly;
+//! - [`space`]: candidates made one at a time (grid or Latin hypercube);
+//! - [`optimize`]: spaces with ranges, searched by TPE;
+//! - [`evaluate`]: the runs, and the per-replication values kept;
+//! - [`judge`]: worst cases, constraints, the best, the pairs;
+//! - [`prefer`]: among ties, fewer lint findings and the gentler policy.
 
-use super::replicate::run_all_with;
-use super::stats::summarize;
-use crate::config::{Scenario, load_experiment};
-use crate::engine::random::{hash_words, unit_open};
+pub mod evaluate;
+pub mod judge;
+pub mod optimize;
+pub mod prefer;
+pub mod range;
+pub mod space;
+pub mod spec;
+
+pub use evaluate::{Context, Evaluated, ScenarioInfo, as_written, evaluate, load_scenarios};
+pub use judge::{Judged, judge, pareto};
+pub use space::{Candidate, Method, grid_size, method};
+pub use spec::{Constraint, Dim, Domain, Op, TuneSpec, parse_spec};
+
+use crate::config::{Experiment, Scenario, load_experiment};
 use crate::error::{InputError, InputResult};
-use crate::model::RunOptions;
-use std::path::{Path, PathBuf};
+use crate::policy::Policy;
 
-/// A comparison in a constraint.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Constraint {
-    pub metric: String,
-    pub op: String,
-    pub value: f64,
-    pub text: String,
-}
-
-/// The `[tune]` table.
-#[derive(Debug, Clone)]
-pub struct TuneSpec {
-    /// The override key of the tuned policy (e.g. `clients.web.policy`).
-    pub edge: String,
-    pub maximize: bool,
-    pub objective: String,
-    pub constraints: Vec<Constraint>,
-    /// Scenario experiment files (absolute or relative to the working directory).
-    pub scenarios: Vec<PathBuf>,
-    /// Policy field → candidate values (TOML text).
-    pub space: Vec<(String, Vec<String>)>,
-}
-
-fn metric_name(file: &str, field: &str, m: &str) -> InputResult<String> {
-    if crate::metrics::METRICS.contains(&m) {
-        Ok(m.to_string())
-    } else {
-        Err(InputError::field(
-            file,
-            field,
-            format!("unknown metric \"{m}\"; allowed: {}", crate::metrics::METRICS.join(", ")),
-        ))
+/// The policy an override key such as `clients.web.policy` or
+/// `services.api.calls.db.policy` names.
+pub fn policy_at<'a>(s: &'a Scenario, key: &str) -> Option<&'a Policy> {
+    let parts: Vec<&str> = key.split('.').collect();
+    match parts.as_slice() {
+        ["clients", name, "policy"] => s.clients.iter().find(|c| c.name == *name).map(|c| &c.policy),
+        ["services", svc, "calls", to, "policy"] => {
+            let si = s.services.iter().position(|x| x.name == *svc)?;
+            s.services[si].calls.iter().find(|c| s.services[c.to].name == *to).map(|c| &c.policy)
+        }
+        _ => None,
     }
 }
 
-/// Reads `[tune]` from the experiment's source text.
-pub fn parse_spec(exp_path: &Path, source: &str) -> InputResult<TuneSpec> {
-    let file = exp_path.display().to_string();
-    let doc: toml::Table = source.parse().map_err(|e| InputError::file(&file, format!("not valid TOML: {e}")))?;
-    let tune = doc.get("tune").and_then(|t| t.as_table()).ok_or_else(|| {
-        InputError::field(
-            &file,
-            "tune",
-            "`retrysim tune` needs a [tune] table (edge, objective, constraints, scenarios, [tune.space])",
-        )
-    })?;
-    for k in tune.keys() {
-        if !["edge", "objective", "constraints", "scenarios", "space"].contains(&k.as_str()) {
+/// Checks the spec against the tune file itself (`exp`, loaded with
+/// `sets`): every edge names a policy, every candidate value (each range's
+/// ends) is one the policy accepts, and a recovery constraint has a
+/// scenario that can measure it (checked later, with the scenarios).
+pub fn check_values(spec: &TuneSpec, exp: &Experiment, sets: &[String]) -> InputResult<()> {
+    for (i, e) in spec.edges.iter().enumerate() {
+        if policy_at(&exp.variants[0], e).is_none() {
+            let field = if spec.edges.len() == 1 { "tune.edge".to_string() } else { format!("tune.edges[{i}]") };
             return Err(InputError::field(
-                &file,
-                format!("tune.{k}"),
-                "unknown key: [tune] takes edge, objective, constraints, scenarios, space",
+                &spec.file,
+                field,
+                format!(
+                    "\"{e}\" names no policy of this experiment: use clients.NAME.policy or services.NAME.calls.CALLEE.policy"
+                ),
             ));
         }
     }
-    let edge = tune.get("edge").and_then(|v| v.as_str()).ok_or_else(|| {
-        InputError::field(
-            &file,
-            "tune.edge",
-            "required: the override key of the tuned policy, such as \"clients.web.policy\"",
-        )
-    })?;
-    let objective = tune.get("objective").and_then(|v| v.as_str()).unwrap_or("maximize success_rate");
-    let (dir, metric) = objective.split_once(' ').ok_or_else(|| {
-        InputError::field(&file, "tune.objective", "expected \"maximize METRIC\" or \"minimize METRIC\"")
-    })?;
-    let maximize = match dir {
-        "maximize" => true,
-        "minimize" => false,
-        _ => {
-            return Err(InputError::field(
-                &file,
-                "tune.objective",
-                "expected \"maximize METRIC\" or \"minimize METRIC\"",
-            ));
-        }
-    };
-    let objective = metric_name(&file, "tune.objective", metric.trim())?;
-    let mut constraints = Vec::new();
-    for (i, c) in tune.get("constraints").and_then(|v| v.as_array()).cloned().unwrap_or_default().iter().enumerate() {
-        let field = format!("tune.constraints[{i}]");
-        let text = c.as_str().ok_or_else(|| {
-            InputError::field(&file, &field, "each constraint is a string such as \"amplification <= 1.3\"")
-        })?;
-        let op = ["<=", ">=", "==", "<", ">"].into_iter().find(|op| text.contains(op)).ok_or_else(|| {
-            InputError::field(&file, &field, "expected METRIC OP NUMBER with OP one of <=, >=, ==, <, >")
-        })?;
-        let (m, v) = text.split_once(op).expect("found");
-        let value: f64 = v
-            .trim()
-            .parse()
-            .map_err(|_| InputError::field(&file, &field, format!("\"{}\" is not a number", v.trim())))?;
-        constraints.push(Constraint {
-            metric: metric_name(&file, &field, m.trim())?,
-            op: op.to_string(),
-            value,
-            text: text.to_string(),
-        });
-    }
-    let base = exp_path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let scenarios: Vec<PathBuf> = match tune.get("scenarios").and_then(|v| v.as_array()) {
-        None => vec![exp_path.to_path_buf()],
-        Some(list) => list
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                s.as_str().map(|s| base.join(s)).ok_or_else(|| {
-                    InputError::field(
-                        &file,
-                        format!("tune.scenarios[{i}]"),
-                        "each scenario is a path to an experiment file",
-                    )
-                })
-            })
-            .collect::<InputResult<_>>()?,
-    };
-    let space_table = tune.get("space").and_then(|v| v.as_table()).ok_or_else(|| {
-        InputError::field(
-            &file,
-            "tune.space",
-            "required: candidate values per policy field, such as max_attempts = [1, 2, 3]",
-        )
-    })?;
-    let mut space = Vec::new();
-    for (k, v) in space_table {
-        let values = v.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
-            InputError::field(&file, format!("tune.space.\"{k}\""), "a non-empty list of candidate values")
-        })?;
-        space.push((k.clone(), values.iter().map(|x| x.to_string()).collect()));
-    }
-    if space.is_empty() {
-        return Err(InputError::field(&file, "tune.space", "at least one policy field to tune"));
-    }
-    Ok(TuneSpec { edge: edge.to_string(), maximize, objective, constraints, scenarios, space })
-}
-
-/// The candidates: the full grid when it has at most `budget` points, else
-/// a Latin-hypercube sample of `budget` points (deterministic for `seed`).
-pub fn candidates(spec: &TuneSpec, budget: usize, seed: u64) -> Vec<Vec<usize>> {
-    let sizes: Vec<usize> = spec.space.iter().map(|(_, v)| v.len()).collect();
-    let total: usize = sizes.iter().product();
-    if total <= budget {
-        let mut out = vec![Vec::new()];
-        for &k in &sizes {
-            out =
-                out.into_iter().flat_map(|c: Vec<usize>| (0..k).map(move |i| [c.clone(), vec![i]].concat())).collect();
-        }
-        return out;
-    }
-    let n = budget.max(1);
-    let mut columns: Vec<Vec<usize>> = Vec::new();
-    for (d, &k) in sizes.iter().enumerate() {
-        // A random permutation of strata, one value per stratum.
-        let mut order: Vec<(f64, usize)> =
-            (0..n).map(|i| (unit_open(hash_words(seed, &[0x7E, d as u64, i as u64])), i)).collect();
-        order.sort_by(|a, b| a.0.total_cmp(&b.0));
-        columns.push(
-            order
-                .iter()
-                .enumerate()
-                .map(|(i, &(_, stratum))| {
-                    let u = unit_open(hash_words(seed, &[0x7F, d as u64, i as u64]));
-                    (((stratum as f64 + u) / n as f64) * k as f64).floor().min(k as f64 - 1.0) as usize
-                })
-                .collect(),
-        );
-    }
-    let mut out: Vec<Vec<usize>> = (0..n).map(|i| columns.iter().map(|c| c[i]).collect()).collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// A mean and its 95% CI, either possibly missing.
-type MeanCi = (Option<f64>, Option<(f64, f64)>);
-
-/// One candidate's results: per scenario, per metric, (mean, lo, hi).
-#[derive(Debug, Clone)]
-pub struct Evaluated {
-    pub choice: Vec<usize>,
-    pub overrides: Vec<String>,
-    /// Worst over scenarios of each metric's mean: (metric → value).
-    pub worst: Vec<(String, Option<f64>)>,
-    /// How much each constraint is violated on its worst scenario (≤ 0: met).
-    pub violations: Vec<f64>,
-    pub feasible: bool,
-    pub objective: Option<f64>,
-}
-
-/// The overrides of one candidate.
-pub fn overrides(spec: &TuneSpec, choice: &[usize]) -> Vec<String> {
-    spec.space.iter().zip(choice).map(|((field, values), &i)| format!("{}.{field}={}", spec.edge, values[i])).collect()
-}
-
-/// Evaluates every candidate on every scenario (all runs in parallel).
-pub fn evaluate(
-    spec: &TuneSpec,
-    cands: &[Vec<usize>],
-    sets: &[String],
-    replications: Option<u32>,
-    jobs: usize,
-    on_run_done: &(dyn Fn() + Sync),
-) -> anyhow::Result<Vec<Evaluated>> {
-    let mut scenarios: Vec<Scenario> = Vec::new();
-    for c in cands {
-        let over = overrides(spec, c);
-        for path in &spec.scenarios {
+    for d in &spec.space {
+        let texts: Vec<String> = match &d.domain {
+            Domain::List(values) => values.iter().map(ToString::to_string).collect(),
+            Domain::Range(r) => vec![r.render(r.lo), r.render(r.hi)],
+        };
+        for text in texts {
             let mut all = sets.to_vec();
-            all.extend(over.iter().cloned());
-            let exp =
-                load_experiment(path, &all).map_err(|e| e.context(&format!("candidate {}: ", over.join(", "))))?;
-            scenarios.push(exp.variants.into_iter().next().expect("an experiment has a variant"));
+            all.push(format!("{}={text}", d.target));
+            load_experiment(&exp.path, &all).map_err(|e| {
+                let what = match &e.field {
+                    Some(f) => format!("{f}: {}", e.message),
+                    None => e.message.clone(),
+                };
+                InputError::field(
+                    &spec.file,
+                    format!("tune.space.\"{}\"", d.key),
+                    format!("the value {text} is not allowed: {what}"),
+                )
+            })?;
         }
     }
-    // Only the metrics count: lean runs keep the memory flat in candidates.
-    let set = run_all_with(&scenarios, replications, jobs, RunOptions::metrics_only(), on_run_done)?;
-    let k = spec.scenarios.len();
-    let mut out = Vec::new();
-    for (ci, c) in cands.iter().enumerate() {
-        let runs = &set.variants[ci * k..(ci + 1) * k];
-        let stat = |metric: &str| -> Vec<MeanCi> {
-            runs.iter()
-                .map(|v| {
-                    let s = summarize(v.runs.iter().map(|r| r.metrics.get(metric).copied().flatten()).collect());
-                    (s.mean, s.ci95)
-                })
-                .collect()
-        };
-        let worst_of = |metric: &str, higher_is_better: bool| -> Option<f64> {
-            let means: Vec<f64> = stat(metric).into_iter().filter_map(|x| x.0).collect();
-            if means.is_empty() {
-                return None;
-            }
-            Some(if higher_is_better {
-                means.iter().copied().fold(f64::INFINITY, f64::min)
-            } else {
-                means.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-            })
-        };
-        let violations: Vec<f64> = spec
-            .constraints
-            .iter()
-            .map(|con| {
-                stat(&con.metric)
-                    .into_iter()
-                    .map(|(mean, ci)| {
-                        let Some(mean) = mean else { return f64::INFINITY };
-                        let (lo, hi) = ci.unwrap_or((mean, mean));
-                        // Relative to the limit, or absolute for a limit of 0.
-                        let scale = if con.value.abs() < 1e-9 { 1.0 } else { con.value.abs() };
-                        match con.op.as_str() {
-                            "<=" | "<" => (hi - con.value) / scale,
-                            ">=" | ">" => (con.value - lo) / scale,
-                            _ => ((hi - con.value).abs().max((lo - con.value).abs())) / scale,
-                        }
-                    })
-                    .fold(f64::NEG_INFINITY, f64::max)
-            })
-            .collect();
-        let feasible = spec.constraints.iter().zip(&violations).all(|(con, v)| match con.op.as_str() {
-            "<" | ">" => *v < 0.0,
-            "==" => *v <= 1e-12,
-            _ => *v <= 0.0,
-        });
-        let worst = ["success_rate", "amplification", "latency_p99_s", "attempts_per_intent", "duplicate_intents"]
-            .iter()
-            .map(|m| (m.to_string(), worst_of(m, *m == "success_rate")))
-            .collect();
-        out.push(Evaluated {
-            choice: c.clone(),
-            overrides: overrides(spec, c),
-            worst,
-            violations,
-            feasible,
-            objective: worst_of(&spec.objective, spec.maximize),
-        });
-    }
-    Ok(out)
+    Ok(())
 }
 
-/// The best feasible candidate: best worst-case objective, then lower
-/// amplification, then the earlier candidate.
-pub fn winner<'a>(spec: &TuneSpec, evals: &'a [Evaluated]) -> Option<&'a Evaluated> {
-    let amp =
-        |e: &Evaluated| e.worst.iter().find(|w| w.0 == "amplification").and_then(|w| w.1).unwrap_or(f64::INFINITY);
-    evals.iter().filter(|e| e.feasible && e.objective.is_some()).min_by(|a, b| {
-        let (x, y) = (a.objective.unwrap_or(f64::NAN), b.objective.unwrap_or(f64::NAN));
-        let by_obj = if spec.maximize { y.total_cmp(&x) } else { x.total_cmp(&y) };
-        by_obj.then(amp(a).total_cmp(&amp(b)))
-    })
-}
-
-/// Candidates not dominated on (success up, amplification down, p99 down).
-pub fn pareto(evals: &[Evaluated]) -> Vec<&Evaluated> {
-    let key = |e: &Evaluated| {
-        let g = |m: &str| e.worst.iter().find(|w| w.0 == m).and_then(|w| w.1);
-        (
-            g("success_rate").unwrap_or(0.0),
-            g("amplification").unwrap_or(f64::INFINITY),
-            g("latency_p99_s").unwrap_or(f64::INFINITY),
-        )
-    };
-    let pool: Vec<&Evaluated> = if evals.iter().any(|e| e.feasible) {
-        evals.iter().filter(|e| e.feasible).collect()
+/// A recovery constraint or objective needs a scenario that measures
+/// recovery (`scenarios` as loaded by [`evaluate::load_scenarios`]).
+pub fn check_recovery(spec: &TuneSpec, scenarios: &[Scenario]) -> InputResult<()> {
+    let uses = |m: &str| m == "recovery_time_s";
+    let field = if uses(&spec.objective) {
+        Some("tune.objective".to_string())
     } else {
-        evals.iter().collect()
+        spec.constraints.iter().position(|c| uses(&c.metric)).map(|i| format!("tune.constraints[{i}]"))
     };
-    let mut front: Vec<&Evaluated> = pool
-        .iter()
-        .filter(|a| {
-            let (s, m, p) = key(a);
-            !pool.iter().any(|b| {
-                let (s2, m2, p2) = key(b);
-                s2 >= s && m2 <= m && p2 <= p && (s2 > s || m2 < m || p2 < p)
-            })
-        })
-        .copied()
-        .collect();
-    // Candidates with identical results (e.g. backoff settings with one attempt) appear once.
-    let mut seen: Vec<(f64, f64, f64)> = Vec::new();
-    front.retain(|e| {
-        let k = key(e);
-        if seen.contains(&k) {
-            false
-        } else {
-            seen.push(k);
-            true
-        }
-    });
-    front.sort_by(|a, b| key(a).1.total_cmp(&key(b).1).then(key(b).0.total_cmp(&key(a).0)));
-    front
+    match field {
+        Some(field) if !scenarios.iter().any(evaluate::measures_recovery) => Err(InputError::field(
+            &spec.file,
+            field,
+            "recovery_time_s is measured after a disturbance (a fault or a rate change) that starts after a healthy stretch past the warmup; no scenario has one (a fault from t = 0 leaves no baseline)",
+        )),
+        _ => Ok(()),
+    }
 }
 
-/// Successive halving: evaluate every candidate with 2 replications, keep
-/// the better half (feasible first, then the worst-case objective), double
-/// the replications, and so on until at most 4 candidates are left or the
-/// replications reach `final_reps`; the survivors are then evaluated with
-/// `final_reps`. Returns the final evaluations and the number of runs made.
-pub fn successive_halving(
-    spec: &TuneSpec,
-    cands: &[Vec<usize>],
-    sets: &[String],
-    final_reps: u32,
-    jobs: usize,
+/// How to search.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub method: Method,
+    /// Replications per candidate and scenario; `None`: each scenario's own.
+    pub replications: Option<u32>,
+    /// Successive halving (lists only).
+    pub halving: bool,
+    /// Seeds the sample and the optimizer.
+    pub seed: u64,
+}
+
+/// Candidates run together (memory stays flat in the number of candidates).
+const BATCH: usize = 16;
+/// Points the optimizer proposes between updates (fixed, so that results
+/// do not depend on --jobs).
+const TPE_BATCH: usize = 8;
+
+/// Every candidate evaluated, in order, and the runs made.
+#[derive(Debug)]
+pub struct Outcome {
+    pub evaluated: Vec<Evaluated>,
+    pub runs: u64,
+}
+
+/// The runs behind `evals`.
+fn runs_of(ctx: &Context, evals: &[Evaluated]) -> u64 {
+    evals.iter().map(|e| (0..ctx.scenarios.len()).map(|s| e.replications(s) as u64).sum::<u64>()).sum()
+}
+
+/// Searches the space (see [`Options`]).
+pub fn search(ctx: &Context, options: Options, on_run_done: &(dyn Fn() + Sync)) -> anyhow::Result<Outcome> {
+    let count = |e: &[Evaluated]| runs_of(ctx, e);
+    let spec = ctx.spec;
+    let mut out = Vec::new();
+    let mut runs = 0;
+    match options.method {
+        Method::Optimizer { n } => {
+            let n = n as usize;
+            let mut tpe = optimize::Tpe::new(spec, options.seed);
+            let mut seen = std::collections::HashSet::new();
+            // A space-filling start, then the optimizer.
+            let startup = n.min((3 * spec.space.len()).max(10));
+            let first: Vec<Candidate> =
+                space::Points::new(spec, Method::Optimizer { n: startup as u64 }, options.seed).collect();
+            let mut batch = first;
+            while !batch.is_empty() {
+                for c in &batch {
+                    seen.insert(c.key());
+                }
+                let evals = evaluate(ctx, batch, out.len() + 1, options.replications, on_run_done)?;
+                runs += count(&evals);
+                for e in &evals {
+                    tpe.tell(spec, &e.candidate, judge::score(ctx, &judge(ctx, e)))?;
+                }
+                out.extend(evals);
+                batch = Vec::new();
+                let mut tries = 0;
+                while batch.len() < TPE_BATCH.min(n - out.len()) && tries < 50 * TPE_BATCH {
+                    tries += 1;
+                    let c = tpe.ask(spec)?;
+                    if !seen.contains(&c.key()) && !batch.contains(&c) {
+                        batch.push(c);
+                    }
+                }
+            }
+        }
+        m if options.halving => {
+            let (evals, r) = successive_halving(ctx, m, options, on_run_done)?;
+            out = evals;
+            runs = r;
+        }
+        m => {
+            let mut points = space::Points::new(spec, m, options.seed);
+            loop {
+                let batch: Vec<Candidate> = points.by_ref().take(BATCH).collect();
+                if batch.is_empty() {
+                    break;
+                }
+                let evals = evaluate(ctx, batch, out.len() + 1, options.replications, on_run_done)?;
+                runs += count(&evals);
+                out.extend(evals);
+            }
+        }
+    }
+    Ok(Outcome { evaluated: out, runs })
+}
+
+/// Successive halving: every candidate with 2 replications, keep the
+/// better half (feasible first, then the worst-case objective), double the
+/// replications, and so on until at most 4 candidates are left or the
+/// replications reach the final count; the survivors then run with it.
+fn successive_halving(
+    ctx: &Context,
+    method: Method,
+    options: Options,
     on_run_done: &(dyn Fn() + Sync),
 ) -> anyhow::Result<(Vec<Evaluated>, u64)> {
-    let mut survivors: Vec<Vec<usize>> = cands.to_vec();
+    let final_reps =
+        options.replications.unwrap_or_else(|| ctx.scenarios.iter().map(|s| s.replications).max().unwrap_or(1)).max(2);
+    let mut survivors: Vec<Candidate> = space::Points::new(ctx.spec, method, options.seed).collect();
     let mut reps = 2u32.min(final_reps);
     let mut runs = 0u64;
+    let per = |n: usize, r: u32| (n * ctx.scenarios.len()) as u64 * r as u64;
     while survivors.len() > 4 && reps < final_reps {
-        let evals = evaluate(spec, &survivors, sets, Some(reps), jobs, on_run_done)?;
-        runs += (survivors.len() * spec.scenarios.len()) as u64 * reps as u64;
-        let mut ranked: Vec<&Evaluated> = evals.iter().collect();
-        ranked.sort_by(|a, b| {
-            let score =
-                |e: &Evaluated| e.objective.map(|x| if spec.maximize { -x } else { x }).unwrap_or(f64::INFINITY);
-            b.feasible.cmp(&a.feasible).then(score(a).total_cmp(&score(b)))
-        });
+        let mut evals = Vec::new();
+        for chunk in survivors.chunks(BATCH) {
+            evals.extend(evaluate(ctx, chunk.to_vec(), evals.len() + 1, Some(reps), on_run_done)?);
+        }
+        runs += per(survivors.len(), reps);
+        let mut ranked: Vec<(f64, usize)> =
+            evals.iter().map(|e| (judge::score(ctx, &judge(ctx, e)), e.order)).collect();
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let keep = survivors.len().div_ceil(2);
-        survivors = ranked.into_iter().take(keep).map(|e| e.choice.clone()).collect();
-        survivors.sort();
+        let mut kept: Vec<usize> = ranked.into_iter().take(keep).map(|(_, o)| o - 1).collect();
+        kept.sort();
+        survivors = kept.into_iter().map(|i| survivors[i].clone()).collect();
         reps *= 2;
     }
-    let evals = evaluate(spec, &survivors, sets, Some(final_reps), jobs, on_run_done)?;
-    runs += (survivors.len() * spec.scenarios.len()) as u64 * final_reps as u64;
+    let mut evals = Vec::new();
+    for chunk in survivors.chunks(BATCH) {
+        evals.extend(evaluate(ctx, chunk.to_vec(), evals.len() + 1, Some(final_reps), on_run_done)?);
+    }
+    runs += per(survivors.len(), final_reps);
     Ok((evals, runs))
+}
+
+/// The most rounds of [`settle`].
+const SETTLE_ROUNDS: usize = 3;
+
+/// The most candidates [`settle`] may add to a search of `spec`.
+pub fn settle_budget(spec: &TuneSpec) -> u64 {
+    let neighbours: usize = spec.space.iter().filter_map(|d| d.count()).map(|k| k - 1).sum();
+    (SETTLE_ROUNDS * neighbours) as u64
+}
+
+/// The judged search and its choice, once no candidate one list value
+/// away from the winner has fewer lint findings without being evaluated:
+/// those are run (with the same seeds) and the choice made again, so a
+/// sample or the optimizer cannot leave a warning the space could avoid
+/// at no cost. A grid has tried every combination already.
+pub fn settle(
+    ctx: &Context,
+    options: Options,
+    mut outcome: Outcome,
+    assessor: &mut prefer::Assessor,
+    on_run_done: &(dyn Fn() + Sync),
+) -> anyhow::Result<(Outcome, Vec<Judged>, Option<prefer::Choice>)> {
+    let replications = if options.halving {
+        let most = ctx.scenarios.iter().map(|s| s.replications).max().unwrap_or(1);
+        Some(options.replications.unwrap_or(most).max(2))
+    } else {
+        options.replications
+    };
+    let mut round = 0;
+    loop {
+        let judged: Vec<Judged> = outcome.evaluated.iter().map(|e| judge(ctx, e)).collect();
+        let Some(best) = judge::best(ctx, &outcome.evaluated, &judged) else { return Ok((outcome, judged, None)) };
+        let choice = prefer::choose(ctx, &outcome.evaluated, &judged, best, assessor)?;
+        if matches!(options.method, Method::Grid { .. }) || round == SETTLE_ROUNDS {
+            return Ok((outcome, judged, Some(choice)));
+        }
+        round += 1;
+        let seen: std::collections::HashSet<Vec<u64>> = outcome.evaluated.iter().map(|e| e.candidate.key()).collect();
+        let extra = prefer::gentler_neighbours(ctx, &outcome.evaluated, choice.winner, &seen, assessor)?;
+        if extra.is_empty() {
+            return Ok((outcome, judged, Some(choice)));
+        }
+        let first = outcome.evaluated.len() + 1;
+        let evals = evaluate(ctx, extra, first, replications, on_run_done)?;
+        outcome.runs += runs_of(ctx, &evals);
+        outcome.evaluated.extend(evals);
+    }
 }

@@ -1,9 +1,10 @@
-//! `retrysim lint`: the static pre-launch checks of one variant, with the
-//! file, field and fix of each finding, and the worst-case amplification of
-//! every call path. Exit 1 on any error-level finding.
+//! `retrysim lint`: the static pre-launch checks of every variant (or of
+//! those named by `--variant`), with the variant, file, field and fix of
+//! each finding, and the worst-case amplification of every call path.
+//! Exit 1 on any error-level finding in any variant.
 
 use super::{EXIT_CHECK_FAILED, EXIT_OK, Format};
-use crate::analysis::lint::{Finding, PathRow, Report, Severity, lint, sources};
+use crate::analysis::lint::{Finding, PathRow, Report, Severity, lint, sources, variants_label};
 use crate::config::load_experiment;
 use crate::error::InputError;
 use clap::Args;
@@ -16,43 +17,94 @@ pub struct LintArgs {
     /// What to print on stdout (csv: the findings only).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Lint this variant [default: the first].
+    /// Lint this variant (repeatable) [default: every variant].
     #[arg(long = "variant", value_name = "NAME")]
-    pub variant: Option<String>,
+    pub variants: Vec<String>,
+}
+
+/// The lint of one variant.
+struct Linted {
+    variant: String,
+    report: Report,
 }
 
 /// Runs the `lint` command.
 pub fn run(args: &LintArgs) -> anyhow::Result<i32> {
     let exp = load_experiment(&args.exp.experiment, &args.exp.sets)?;
-    let scenario = match &args.variant {
-        None => &exp.variants[0],
-        Some(name) => exp.variants.iter().find(|v| &v.variant == name).ok_or_else(|| {
-            let names: Vec<&str> = exp.variants.iter().map(|v| v.variant.as_str()).collect();
-            InputError::file(
-                format!("--variant {name}"),
+    let names: Vec<&str> = exp.variants.iter().map(|v| v.variant.as_str()).collect();
+    for want in &args.variants {
+        if !names.contains(&want.as_str()) {
+            return Err(InputError::file(
+                format!("--variant {want}"),
                 format!("no such variant; the experiment has: {}", names.join(", ")),
             )
-        })?,
-    };
-    let src = sources(&exp, &scenario.variant, &args.exp.sets);
-    let report = lint(scenario, &src);
-    match args.format {
-        Format::Table => print!("{}", text(&report)),
-        Format::Markdown => print!("{}", markdown(&report)),
-        Format::Json => {
-            println!("{}", serde_json::to_string_pretty(&json(&report, &src.experiment, &scenario.variant))?)
+            .into());
         }
-        Format::Csv => print!("{}", csv(&report)?),
     }
-    let errors = report.count(Severity::Error);
+    let linted: Vec<Linted> = exp
+        .variants
+        .iter()
+        .filter(|v| args.variants.is_empty() || args.variants.contains(&v.variant))
+        .map(|scenario| {
+            let src = sources(&exp, &scenario.variant, &args.exp.sets);
+            Linted { variant: scenario.variant.clone(), report: lint(scenario, &src) }
+        })
+        .collect();
+    let experiment = exp.path.display().to_string();
+    match args.format {
+        Format::Table => print!("{}", text(&linted)),
+        Format::Markdown => print!("{}", markdown(&linted)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&json(&linted, &experiment))?),
+        Format::Csv => print!("{}", csv(&linted)?),
+    }
+    let count = |sev: Severity| linted.iter().map(|l| l.report.count(sev)).sum::<usize>();
+    let errors = count(Severity::Error);
     if !args.exp.quiet {
-        eprintln!(
-            "lint of \"{}\": {errors} error(s), {} warning(s)",
-            scenario.variant,
-            report.count(Severity::Warning)
-        );
+        let what = match linted.as_slice() {
+            [one] => format!("\"{}\"", one.variant),
+            all => format!(
+                "{} variants ({})",
+                all.len(),
+                all.iter().map(|l| format!("\"{}\"", l.variant)).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        eprintln!("lint of {what}: {errors} error(s), {} warning(s)", count(Severity::Warning));
     }
     Ok(if errors > 0 { EXIT_CHECK_FAILED } else { EXIT_OK })
+}
+
+/// The findings of every variant, a finding that several share once, with
+/// their names, in the order of the first variant that has it.
+fn grouped(linted: &[Linted]) -> Vec<(&Finding, Vec<String>)> {
+    let mut out: Vec<(&Finding, Vec<String>)> = Vec::new();
+    for l in linted {
+        for f in &l.report.findings {
+            let same = |g: &Finding| {
+                (g.severity, g.rule, &g.file, &g.field, &g.at, &g.message, &g.fix)
+                    == (f.severity, f.rule, &f.file, &f.field, &f.at, &f.message, &f.fix)
+            };
+            match out.iter_mut().find(|(g, _)| same(g)) {
+                Some((_, names)) => names.push(l.variant.clone()),
+                None => out.push((f, vec![l.variant.clone()])),
+            }
+        }
+    }
+    // Errors first, as within one variant.
+    out.sort_by_key(|(f, _)| std::cmp::Reverse(f.severity));
+    out
+}
+
+/// The call-path tables: one when every variant has the same paths, else
+/// one per distinct set, with the variants it belongs to.
+fn path_sets(linted: &[Linted]) -> Vec<(&[PathRow], Vec<String>)> {
+    let mut out: Vec<(&[PathRow], Vec<String>)> = Vec::new();
+    for l in linted {
+        match out.iter_mut().find(|(p, _)| *p == l.report.paths.as_slice()) {
+            Some((_, names)) => names.push(l.variant.clone()),
+            None => out.push((&l.report.paths, vec![l.variant.clone()])),
+        }
+    }
+    out
 }
 
 fn place(f: &Finding) -> String {
@@ -72,19 +124,10 @@ fn attempts_text(p: &PathRow) -> String {
     p.attempts.iter().map(u32::to_string).collect::<Vec<_>>().join(" x ")
 }
 
-fn text(r: &Report) -> String {
+fn paths_text(paths: &[PathRow]) -> String {
     let mut out = String::new();
-    if r.findings.is_empty() {
-        out.push_str("no findings\n");
-    }
-    for f in &r.findings {
-        out.push_str(&format!("{:<7}  {}  {}  [{}]\n", f.severity.label(), f.rule, place(f), f.at));
-        out.push_str(&format!("         {}\n", f.message));
-        out.push_str(&format!("         fix: {}\n", f.fix));
-    }
-    out.push_str("\nworst-case amplification of every call path (product of max_attempts along it):\n");
     let rows: Vec<[String; 4]> =
-        r.paths.iter().map(|p| [p.client.clone(), path_text(p), attempts_text(p), p.worst_case.to_string()]).collect();
+        paths.iter().map(|p| [p.client.clone(), path_text(p), attempts_text(p), p.worst_case.to_string()]).collect();
     let header = ["client", "path", "attempts", "worst case"];
     let mut w = header.map(str::len);
     for row in &rows {
@@ -104,72 +147,132 @@ fn text(r: &Report) -> String {
     out
 }
 
+fn text(linted: &[Linted]) -> String {
+    let mut out = String::new();
+    let findings = grouped(linted);
+    if findings.is_empty() {
+        out.push_str("no findings\n");
+    }
+    for (f, names) in &findings {
+        out.push_str(&format!(
+            "{:<7}  {}  {}  [{}]  ({})\n",
+            f.severity.label(),
+            f.rule,
+            place(f),
+            f.at,
+            variants_label(names, linted.len())
+        ));
+        out.push_str(&format!("         {}\n", f.message));
+        out.push_str(&format!("         fix: {}\n", f.fix));
+    }
+    out.push_str("\nworst-case amplification of every call path (product of max_attempts along it):\n");
+    let sets = path_sets(linted);
+    for (paths, names) in &sets {
+        if sets.len() > 1 {
+            out.push_str(&format!("{}:\n", variants_label(names, linted.len())));
+        }
+        out.push_str(&paths_text(paths));
+    }
+    out
+}
+
 fn cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-fn markdown(r: &Report) -> String {
-    let mut out = String::from("| severity | rule | file: field | at | finding | fix |\n|---|---|---|---|---|---|\n");
-    for f in &r.findings {
+fn markdown(linted: &[Linted]) -> String {
+    let mut out = String::from(
+        "| severity | rule | variants | file: field | at | finding | fix |\n|---|---|---|---|---|---|---|\n",
+    );
+    let findings = grouped(linted);
+    for (f, names) in &findings {
         out.push_str(&format!(
-            "| {} | `{}` | `{}` | `{}` | {} | {} |\n",
+            "| {} | `{}` | {} | `{}` | `{}` | {} | {} |\n",
             f.severity.label(),
             f.rule,
+            cell(&variants_label(names, linted.len())),
             cell(&place(f)),
             f.at,
             cell(&f.message),
             cell(&f.fix)
         ));
     }
-    if r.findings.is_empty() {
-        out.push_str("| | | | | no findings | |\n");
+    if findings.is_empty() {
+        out.push_str("| | | | | | no findings | |\n");
     }
-    out.push_str("\nWorst-case amplification of every call path (product of `max_attempts` along it):\n\n");
-    out.push_str("| client | path | attempts | worst case |\n|---|---|---|---:|\n");
-    for p in &r.paths {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
-            p.client,
-            cell(&path_text(p)),
-            attempts_text(p),
-            p.worst_case
-        ));
+    out.push_str("\nWorst-case amplification of every call path (product of `max_attempts` along it):\n");
+    let sets = path_sets(linted);
+    for (paths, names) in &sets {
+        if sets.len() > 1 {
+            out.push_str(&format!("\n{}:\n", cell(&variants_label(names, linted.len()))));
+        }
+        out.push_str("\n| client | path | attempts | worst case |\n|---|---|---|---:|\n");
+        for p in paths.iter() {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                p.client,
+                cell(&path_text(p)),
+                attempts_text(p),
+                p.worst_case
+            ));
+        }
     }
     out
 }
 
-fn csv(r: &Report) -> anyhow::Result<String> {
+fn csv(linted: &[Linted]) -> anyhow::Result<String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
-    w.write_record(["severity", "rule", "file", "field", "at", "message", "fix"])?;
-    for f in &r.findings {
-        w.write_record([f.severity.label(), f.rule, &f.file, &f.field, &f.at, &f.message, &f.fix])?;
+    w.write_record(["variant", "severity", "rule", "file", "field", "at", "message", "fix"])?;
+    for l in linted {
+        for f in &l.report.findings {
+            w.write_record([&f.variant, f.severity.label(), f.rule, &f.file, &f.field, &f.at, &f.message, &f.fix])?;
+        }
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
-fn json(r: &Report, experiment: &str, variant: &str) -> serde_json::Value {
+fn json(linted: &[Linted], experiment: &str) -> serde_json::Value {
+    let count = |sev: Severity| linted.iter().map(|l| l.report.count(sev)).sum::<usize>();
+    let findings: Vec<serde_json::Value> = linted
+        .iter()
+        .flat_map(|l| &l.report.findings)
+        .map(|f| {
+            serde_json::json!({
+                "variant": f.variant,
+                "rule": f.rule,
+                "severity": f.severity.label(),
+                "file": f.file,
+                "field": f.field,
+                "at": f.at,
+                "message": f.message,
+                "fix": f.fix,
+            })
+        })
+        .collect();
+    let paths: Vec<serde_json::Value> = path_sets(linted)
+        .iter()
+        .flat_map(|(paths, names)| {
+            paths.iter().map(move |p| {
+                serde_json::json!({
+                    "variants": names,
+                    "client": p.client,
+                    "hops": p.hops,
+                    "attempts": p.attempts,
+                    "outbox": p.outbox,
+                    "worst_case": p.worst_case,
+                })
+            })
+        })
+        .collect();
     serde_json::json!({
         "schema": "retrysim.lint/1",
         "experiment": experiment,
-        "variant": variant,
-        "passed": r.count(Severity::Error) == 0,
-        "errors": r.count(Severity::Error),
-        "warnings": r.count(Severity::Warning),
-        "findings": r.findings.iter().map(|f| serde_json::json!({
-            "rule": f.rule,
-            "severity": f.severity.label(),
-            "file": f.file,
-            "field": f.field,
-            "at": f.at,
-            "message": f.message,
-            "fix": f.fix,
-        })).collect::<Vec<_>>(),
-        "paths": r.paths.iter().map(|p| serde_json::json!({
-            "client": p.client,
-            "hops": p.hops,
-            "attempts": p.attempts,
-            "outbox": p.outbox,
-            "worst_case": p.worst_case,
-        })).collect::<Vec<_>>(),
+        "variant": linted.first().map(|l| l.variant.as_str()),
+        "variants": linted.iter().map(|l| l.variant.as_str()).collect::<Vec<_>>(),
+        "passed": count(Severity::Error) == 0,
+        "errors": count(Severity::Error),
+        "warnings": count(Severity::Warning),
+        "findings": findings,
+        "paths": paths,
     })
 }

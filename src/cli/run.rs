@@ -6,7 +6,7 @@ use crate::analysis::run_all_with;
 use crate::config::load_experiment;
 use crate::error::InputError;
 use crate::model::RunOptions;
-use crate::output::{self, summarize_runs, summary_json, write_atomic};
+use crate::output::{self, summary_json, write_atomic};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -77,15 +77,20 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         exp.variants.retain(|v| args.variants.contains(&v.variant));
     }
     if !args.exp.quiet {
-        let mut seen = std::collections::BTreeSet::new();
-        for v in &exp.variants {
-            for line in crate::analysis::lint::warnings_for_run(v) {
-                if seen.insert(line.clone()) {
-                    eprintln!("{line}");
-                }
-            }
+        for line in crate::analysis::lint::warnings_for_variants(&exp.variants) {
+            eprintln!("{line}");
         }
     }
+    let baseline = match &args.baseline {
+        None => 0,
+        Some(name) => exp.variants.iter().position(|v| &v.variant == name).ok_or_else(|| {
+            let names: Vec<&str> = exp.variants.iter().map(|v| v.variant.as_str()).collect();
+            InputError::file(
+                format!("--baseline {name}"),
+                format!("no such variant; the run has: {}", names.join(", ")),
+            )
+        })?,
+    };
     let jobs = args.sim.jobs.unwrap_or(0);
     let started = Instant::now();
     if !(args.trace_sample > 0.0 && args.trace_sample <= 1.0) {
@@ -127,18 +132,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     };
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
-    let mut summaries = summarize_runs(&set);
-    let baseline = match &args.baseline {
-        None => 0,
-        Some(name) => summaries.iter().position(|v| &v.name == name).ok_or_else(|| {
-            let names: Vec<&str> = summaries.iter().map(|v| v.name.as_str()).collect();
-            InputError::file(
-                format!("--baseline {name}"),
-                format!("no such variant; the run has: {}", names.join(", ")),
-            )
-        })?,
-    };
-    output::summary::compare_to_baseline(&mut summaries, baseline);
+    let summaries = output::summary::summarize_against(&set, baseline);
 
     let out = args.sim.out.clone().unwrap_or_else(|| default_out(&exp.path));
     let json = serde_json::to_string_pretty(&summary_json(&exp, &set, &summaries))? + "\n";
@@ -158,15 +152,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     }
 
     let replications = set.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);
+    let show = exp.show();
     match args.sim.format {
         Format::Table => print!(
-            "{}{}",
-            output::table::render_text(&summaries, replications)
-                + &precision_line(precision.as_ref())
-                + &output::table::render_vs_baseline(&summaries),
-            output::table::render_breakdown(&summaries)
+            "{}{}{}{}",
+            output::table::render_text(&summaries, replications, &show) + &precision_line(precision.as_ref()),
+            output::vs_baseline::render_vs_baseline(&summaries, &show),
+            output::notes::render_identical(&summaries),
+            output::notes::render_breakdown(&summaries)
         ),
-        Format::Markdown => print!("{}", output::table::render_markdown(&summaries)),
+        Format::Markdown => print!("{}", output::table::render_markdown(&summaries, &show)),
         Format::Csv => print!("{csv}"),
         Format::Json => print!("{json}"),
     }

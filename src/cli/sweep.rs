@@ -206,10 +206,18 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
                 .iter()
                 .map(|v| VariantPoint {
                     name: v.name.clone(),
+                    amplification_service: Some(v.amplification_service.clone()).filter(|s| !s.is_empty()),
                     metrics: v
                         .metrics
                         .iter()
-                        .map(|(k, s)| (k.clone(), MetricDoc { mean: s.mean, ci95: s.ci95.map(|(a, b)| [a, b]) }))
+                        .map(|(k, s)| {
+                            let doc = MetricDoc {
+                                mean: s.mean,
+                                ci95: s.ci95.map(|(a, b)| [a, b]),
+                                reason: v.reason(k).map(str::to_string),
+                            };
+                            (k.clone(), doc)
+                        })
                         .collect(),
                 })
                 .collect(),

@@ -1,17 +1,26 @@
-//! `retrysim tune`: search the `[tune.space]`, print the Pareto front and
-//! why the winner won, and emit the winner as a policy file.
+//! `retrysim tune`: search the `[tune.space]`, print the Pareto front, how
+//! the winner was chosen and which candidates tie with it, the winner per
+//! scenario and its lint findings, and emit the winner as policy files.
 
-use super::{EXIT_CHECK_FAILED, EXIT_OK, ExperimentArgs, SimArgs};
+mod chart;
+mod json;
+mod text;
+
+use super::{EXIT_CHECK_FAILED, EXIT_OK, ExperimentArgs, Format, SimArgs};
+use crate::analysis::tune::prefer::{Assessment, Assessor, Choice};
 use crate::analysis::tune::{
-    Evaluated, TuneSpec, candidates, evaluate, overrides, pareto, parse_spec, successive_halving, winner,
+    Context, Evaluated, Judged, Method, Options, as_written, check_recovery, check_values, load_scenarios, method,
+    pareto, parse_spec, search, settle, settle_budget,
 };
-use crate::config::{Scenario, load_experiment};
+use crate::config::load_experiment;
 use crate::error::InputError;
 use crate::model::RunOptions;
-use crate::policy::Policy;
 use clap::Args;
+use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+pub use crate::analysis::tune::policy_at;
 
 /// `retrysim tune`.
 #[derive(Args, Debug, Clone)]
@@ -20,12 +29,16 @@ pub struct TuneArgs {
     pub exp: ExperimentArgs,
     #[command(flatten)]
     pub sim: SimArgs,
-    /// Where to write the winning policy [default: OUT/tuned-policy.toml].
+    /// Where to write the winning policy [default: OUT/tuned-policy.toml];
+    /// with several edges, one file per edge beside it (PATH's stem, then
+    /// the edge: tuned-policy.clients.web.toml).
     #[arg(long, value_name = "PATH")]
     pub emit: Option<PathBuf>,
-    /// The most candidates to evaluate: the full grid when smaller, else a Latin-hypercube sample.
-    #[arg(long, value_name = "N", default_value_t = 200)]
-    pub candidates: usize,
+    /// The most candidates to evaluate: the full grid when smaller, else a
+    /// Latin-hypercube sample; with ranges in the space, the optimizer's
+    /// evaluations [default: 200, or 60 with ranges].
+    #[arg(long, value_name = "N")]
+    pub candidates: Option<usize>,
     /// Replications per candidate and scenario (overrides each scenario's own).
     #[arg(long, value_name = "N")]
     pub replications: Option<u32>,
@@ -38,226 +51,183 @@ pub struct TuneArgs {
     pub force: bool,
 }
 
-/// The policy an override key such as `clients.web.policy` or
-/// `services.api.calls.db.policy` names.
-pub fn policy_at<'a>(s: &'a Scenario, key: &str) -> Option<&'a Policy> {
-    let parts: Vec<&str> = key.split('.').collect();
-    match parts.as_slice() {
-        ["clients", name, "policy"] => s.clients.iter().find(|c| c.name == *name).map(|c| &c.policy),
-        ["services", svc, "calls", to, "policy"] => {
-            let si = s.services.iter().position(|x| x.name == *svc)?;
-            s.services[si].calls.iter().find(|c| s.services[c.to].name == *to).map(|c| &c.policy)
-        }
-        _ => None,
+/// Everything the text and JSON reports show.
+pub(crate) struct Report<'a> {
+    pub ctx: &'a Context<'a>,
+    pub method: Method,
+    pub evaluated: &'a [Evaluated],
+    pub judged: &'a [Judged],
+    /// The scenarios as written (the edges' own policies).
+    pub baseline: &'a Evaluated,
+    pub choice: Option<&'a Choice>,
+    /// Lint and gentleness of the winner and the ties.
+    pub assessed: &'a HashMap<usize, Assessment>,
+    pub front: Vec<usize>,
+    pub runs: u64,
+    /// The winner's policy files, and the chart.
+    pub emitted: Vec<PathBuf>,
+    pub chart: Option<PathBuf>,
+}
+
+impl Report<'_> {
+    /// The feasible-closest candidate when there is no winner: the one
+    /// whose worst-missed constraint is missed by the least, and which.
+    pub fn closest(&self) -> Option<(usize, usize, f64)> {
+        (0..self.judged.len())
+            .filter_map(|i| {
+                let v = &self.judged[i].violations;
+                v.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(c, x)| (i, c, *x))
+            })
+            .min_by(|a, b| a.2.total_cmp(&b.2))
     }
 }
 
-fn metric(e: &Evaluated, m: &str) -> String {
-    e.worst.iter().find(|w| w.0 == m).and_then(|w| w.1).map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into())
+/// The policy file of `edge` when `emit` is the path asked for: `emit`
+/// itself for one edge, `<stem>.<location>.toml` beside it for several.
+fn emit_path(emit: &Path, edge: &str, edges: usize) -> PathBuf {
+    if edges == 1 {
+        return emit.to_path_buf();
+    }
+    let location = edge.strip_suffix(".policy").unwrap_or(edge);
+    let stem = emit.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tuned-policy".into());
+    emit.with_file_name(format!("{stem}.{location}.toml"))
 }
 
-/// The candidates in the (amplification, success) plane: all of them, the
-/// Pareto front and the winner (`<stem>.png` and `.svg`).
-fn pareto_chart(evals: &[Evaluated], best: &Evaluated, stem: &std::path::Path) -> anyhow::Result<()> {
-    use crate::charts::draw::{Chart, Line, LineChart, save};
-    let xy = |e: &Evaluated| {
-        let g = |m: &str| e.worst.iter().find(|w| w.0 == m).and_then(|w| w.1);
-        Some((g("amplification")?, g("success_rate")?))
-    };
-    let mut front: Vec<(f64, f64)> = pareto(evals).into_iter().filter_map(xy).collect();
-    front.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let chart = Chart::Lines(LineChart {
-        title: "Tuning: worst-scenario success versus amplification per candidate".into(),
-        x_label: "amplification (requests per intent at the busiest service)".into(),
-        y_label: "success rate (worst scenario)".into(),
-        lines: vec![
-            Line {
-                name: "candidates".into(),
-                points: evals.iter().filter_map(xy).collect(),
-                reference: true,
-                dots: true,
-                ..Line::default()
-            },
-            Line {
-                name: "Pareto front (success, amplification, p99)".into(),
-                color: 0,
-                points: front,
-                dots: true,
-                ..Line::default()
-            },
-            Line {
-                name: "winner".into(),
-                color: 3,
-                points: xy(best).into_iter().collect(),
-                dots: true,
-                ..Line::default()
-            },
-        ],
-        y_fit: true,
-        ..LineChart::default()
-    });
-    let dir = stem.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
-    let name = stem.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "pareto".into());
-    save(&chart, &dir, &name)
+/// Writes the winner's policy of every tuned edge; returns the files.
+fn emit_policies(
+    args: &TuneArgs,
+    ctx: &Context,
+    exp: &crate::config::Experiment,
+    r: &Report,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let spec = ctx.spec;
+    let choice = r.choice.expect("a winner");
+    let best = &r.evaluated[choice.winner];
+    let j = &r.judged[choice.winner];
+    let mut win_sets = ctx.sets.to_vec();
+    win_sets.extend(best.candidate.overrides(spec));
+    let won = load_experiment(&exp.path, &win_sets)?;
+    let emit = args.emit.clone().unwrap_or_else(|| out_dir(args, &exp.path).join("tuned-policy.toml"));
+    let mut written = Vec::new();
+    for edge in &spec.edges {
+        let path = emit_path(&emit, edge, spec.edges.len());
+        let mut policy = policy_at(&won.variants[0], edge).expect("checked before the search").clone();
+        // Named after its file, as the presets are.
+        policy.name =
+            path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tuned-policy".into());
+        let mut file = String::new();
+        let _ = writeln!(file, "# Tuned by `retrysim tune {}` for {edge}.", exp.path.display());
+        let scen: Vec<String> = spec.scenarios.iter().map(|p| p.display().to_string()).collect();
+        let _ = writeln!(file, "# Scenarios (judged on the worst): {}", scen.join(", "));
+        let _ = writeln!(
+            file,
+            "# Objective: {} {}; constraints on the 95% CI bound: {}",
+            spec.direction(),
+            spec.objective,
+            spec.constraints_text()
+        );
+        let _ = writeln!(
+            file,
+            "# Reached (worst scenario): success {}, amplification {}, p99 {} s, {} = {}",
+            text::num(j.success),
+            text::num(j.amplification),
+            text::num(j.p99),
+            spec.objective,
+            text::num(j.objective)
+        );
+        let _ = writeln!(file, "# Chosen values: {}", best.candidate.label(spec));
+        let _ = writeln!(file, "# Chosen as: {}\n", choice.chosen_by);
+        file.push_str(&crate::policy::file::to_toml(&policy));
+        crate::output::write_atomic(&path, file.as_bytes(), &exp.inputs)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn out_dir(args: &TuneArgs, exp: &Path) -> PathBuf {
+    args.sim.out.clone().unwrap_or_else(|| super::run::default_out(exp))
 }
 
 /// Runs the `tune` command.
 pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
+    if matches!(args.sim.format, Format::Csv | Format::Markdown) {
+        return Err(InputError::file(
+            "--format",
+            "tune prints table (the text report) or json (one object, schema retrysim.tune/1)",
+        )
+        .into());
+    }
     let mut sets = args.exp.sets.clone();
     if let Some(seed) = args.sim.seed {
         sets.push(format!("experiment.seed={seed}"));
     }
     let exp = load_experiment(&args.exp.experiment, &sets)?;
-    let spec: TuneSpec = parse_spec(&exp.path, &exp.source)?;
-    if policy_at(&exp.variants[0], &spec.edge).is_none() {
-        return Err(InputError::field(
-            exp.path.display().to_string(),
-            "tune.edge",
-            format!("\"{}\" names no policy: use clients.NAME.policy or services.NAME.calls.CALLEE.policy", spec.edge),
+    let spec = parse_spec(&exp.path, &exp.source)?;
+    check_values(&spec, &exp, &sets)?;
+    if args.candidates == Some(0) {
+        return Err(InputError::file("--candidates", "must be at least 1").into());
+    }
+    if args.halving && spec.has_ranges() {
+        return Err(InputError::file(
+            "--halving",
+            "successive halving screens a list of candidates; a space with a range (\"LO..HI\") is searched by the optimizer instead",
         )
         .into());
     }
-    if args.candidates == 0 {
-        return Err(InputError::file("--candidates", "must be at least 1").into());
-    }
-    let cands = candidates(&spec, args.candidates, exp.variants[0].seed);
-    let runs = cands.len() as u64
-        * spec.scenarios.len() as u64
-        * args.replications.unwrap_or(exp.variants[0].replications) as u64;
-    // Memory: every candidate's runs of the judged scenarios, as loaded here.
-    let mut judged = Vec::new();
-    for path in &spec.scenarios {
-        judged.extend(load_experiment(path, &sets)?.variants.into_iter().take(1));
-    }
-    let options = RunOptions::metrics_only();
-    crate::analysis::estimate::check_fits("tune", &judged, options, args.sim.jobs.unwrap_or(0), runs, args.force)?;
+    let budget = args.candidates.unwrap_or(if spec.has_ranges() { 60 } else { 200 }) as u64;
+    let method = method(&spec, budget);
+    let scenarios = load_scenarios(&spec, &sets)?;
+    check_recovery(&spec, &scenarios)?;
+    // Memory: the scenarios as written and every candidate, with each
+    // scenario's replications. Candidates are made lazily and keep only a
+    // few values per run (far less than the lean result counted per run).
+    let reps: u64 = scenarios.iter().map(|s| args.replications.unwrap_or(s.replications) as u64).sum();
+    let runs = method.candidates().saturating_add(1 + settle_budget(&spec)).saturating_mul(reps);
+    let jobs = args.sim.jobs.unwrap_or(0);
+    crate::analysis::estimate::check_fits("tune", &scenarios, RunOptions::metrics_only(), jobs, runs, args.force)?;
+
     let bar = super::run::progress_bar(runs, args.exp.quiet);
     let started = std::time::Instant::now();
-    let evals = if args.halving {
-        let final_reps = args.replications.unwrap_or(exp.variants[0].replications).max(2);
-        successive_halving(&spec, &cands, &sets, final_reps, args.sim.jobs.unwrap_or(0), &|| bar.inc(1))?.0
-    } else {
-        evaluate(&spec, &cands, &sets, args.replications, args.sim.jobs.unwrap_or(0), &|| bar.inc(1))?
-    };
+    let (ctx, baseline) = as_written(&spec, &sets, &scenarios, args.replications, jobs, &|| bar.inc(1))?;
+    let options =
+        Options { method, replications: args.replications, halving: args.halving, seed: exp.variants[0].seed };
+    let outcome = search(&ctx, options, &|| bar.inc(1))?;
+    let mut assessor = Assessor::new(&ctx, &exp.path);
+    let (outcome, judged, choice) = settle(&ctx, options, outcome, &mut assessor, &|| bar.inc(1))?;
     bar.finish_and_clear();
+    let evaluated = outcome.evaluated;
+    let mut assessed = HashMap::new();
+    if let Some(c) = &choice {
+        for i in [c.winner, c.best].into_iter().chain(c.ties.iter().map(|t| t.index)) {
+            assessed.insert(i, assessor.get(&evaluated, i)?.clone());
+        }
+    }
     let elapsed = started.elapsed().as_secs_f64();
-
-    let mut text = String::new();
-    let _ = writeln!(
-        text,
-        "tuned {} over {} candidate(s) x {} scenario(s) in {elapsed:.1} s; objective: {} {} (worst scenario); constraints on the 95% CI bound: {}",
-        spec.edge,
-        cands.len(),
-        spec.scenarios.len(),
-        if spec.maximize { "maximize" } else { "minimize" },
-        spec.objective,
-        if spec.constraints.is_empty() {
-            "none".into()
-        } else {
-            spec.constraints.iter().map(|c| c.text.clone()).collect::<Vec<_>>().join(", ")
-        }
-    );
-    let _ = writeln!(text, "\nPareto front (worst scenario: success up, amplification down, p99 down):");
-    let _ = writeln!(text, "{:<10} {:<10} {:<10} {:<9}  candidate", "success", "amplif.", "p99 (s)", "feasible");
-    for e in pareto(&evals) {
-        let _ = writeln!(
-            text,
-            "{:<10} {:<10} {:<10} {:<9}  {}",
-            metric(e, "success_rate"),
-            metric(e, "amplification"),
-            metric(e, "latency_p99_s"),
-            if e.feasible { "yes" } else { "no" },
-            e.overrides.join(" ")
-        );
-    }
-    let Some(best) = winner(&spec, &evals) else {
-        // Infeasible: the candidate closest to feasibility and its worst constraint.
-        let closest = evals
-            .iter()
-            .filter_map(|e| e.violations.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map(|(i, v)| (e, i, *v)))
-            .min_by(|a, b| a.2.total_cmp(&b.2));
-        match closest {
-            None => {
-                let _ = writeln!(
-                    text,
-                    "\nno candidate has a value for {} in every scenario (for example no disturbance to recover from): nothing to choose from.",
-                    spec.objective
-                );
-            }
-            Some((e, ci, v)) => {
-                let c = &spec.constraints[ci];
-                let by = if !v.is_finite() {
-                    "has no value".to_string()
-                } else if c.value.abs() < 1e-9 {
-                    // A limit of 0: say by how much in the metric's own units.
-                    format!("misses it by {v:.4}")
-                } else {
-                    format!("misses it by {:.1}% of its limit", v * 100.0)
-                };
-                let _ = writeln!(
-                    text,
-                    "\nno candidate meets every constraint. Closest: {} on \"{}\": {by} on its worst scenario.",
-                    e.overrides.join(" "),
-                    c.text
-                );
-            }
-        }
-        print!("{text}");
-        return Ok(EXIT_CHECK_FAILED);
+    let mut report = Report {
+        ctx: &ctx,
+        method,
+        evaluated: &evaluated,
+        judged: &judged,
+        baseline: &baseline,
+        choice: choice.as_ref(),
+        assessed: &assessed,
+        front: pareto(&evaluated, &judged),
+        runs: outcome.runs + ctx.scenarios.iter().map(|s| s.replications as u64).sum::<u64>(),
+        emitted: Vec::new(),
+        chart: None,
     };
-    let _ = writeln!(
-        text,
-        "\nwinner: {}\n  worst-case {} = {} (best among feasible candidates); success {}, amplification {}, p99 {} s",
-        best.overrides.join(" "),
-        spec.objective,
-        best.objective.map(|x| format!("{x:.4}")).unwrap_or_default(),
-        metric(best, "success_rate"),
-        metric(best, "amplification"),
-        metric(best, "latency_p99_s")
-    );
-    for (c, v) in spec.constraints.iter().zip(&best.violations) {
-        let _ = writeln!(text, "  {}: met with {:.1}% to spare on the CI bound", c.text, (-v * 100.0).max(0.0));
+    if report.choice.is_some() {
+        report.emitted = emit_policies(args, &ctx, &exp, &report)?;
+        if !args.sim.no_plots {
+            // Charts go to the output folder, never beside a policy in policies/.
+            let dir = out_dir(args, &exp.path);
+            chart::pareto_chart(&report, &dir.join("pareto"))?;
+            report.chart = Some(dir.join("pareto.png"));
+        }
     }
-    // The winning policy, as the experiment resolves it with the winner's values.
-    let mut win_sets = sets.clone();
-    win_sets.extend(overrides(&spec, &best.choice));
-    let won = load_experiment(&exp.path, &win_sets)?;
-    let mut policy = policy_at(&won.variants[0], &spec.edge).expect("checked above").clone();
-    let emit = args.emit.clone().unwrap_or_else(|| {
-        args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&exp.path)).join("tuned-policy.toml")
-    });
-    // Named after its file, as the presets are.
-    policy.name = emit.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tuned-policy".into());
-    let mut file = String::new();
-    let _ = writeln!(file, "# Tuned by `retrysim tune {}` for {}.", exp.path.display(), spec.edge);
-    let scen: Vec<String> = spec.scenarios.iter().map(|p| p.display().to_string()).collect();
-    let _ = writeln!(file, "# Scenarios (judged on the worst): {}", scen.join(", "));
-    let _ = writeln!(
-        file,
-        "# Objective: {} {}; constraints on the 95% CI bound: {}",
-        if spec.maximize { "maximize" } else { "minimize" },
-        spec.objective,
-        spec.constraints.iter().map(|c| c.text.clone()).collect::<Vec<_>>().join(", ")
-    );
-    let _ = writeln!(
-        file,
-        "# Reached (worst scenario): success {}, amplification {}, p99 {} s, {} = {}",
-        metric(best, "success_rate"),
-        metric(best, "amplification"),
-        metric(best, "latency_p99_s"),
-        spec.objective,
-        best.objective.map(|x| format!("{x:.4}")).unwrap_or_default()
-    );
-    let _ = writeln!(file, "# Chosen values: {}\n", best.overrides.join(" "));
-    file.push_str(&crate::policy::file::to_toml(&policy));
-    crate::output::write_atomic(&emit, file.as_bytes(), &exp.inputs)?;
-    if !args.sim.no_plots {
-        // Charts go to the output folder, never beside a policy in policies/.
-        let dir = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&exp.path));
-        pareto_chart(&evals, best, &dir.join("pareto"))?;
-        let _ = writeln!(text, "drew {}", dir.join("pareto.png").display());
+    match args.sim.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&json::report(&report))?),
+        _ => print!("{}", text::report(&report, elapsed)),
     }
-    let _ = writeln!(text, "\nwrote {}", emit.display());
-    print!("{text}");
-    Ok(EXIT_OK)
+    Ok(if report.choice.is_some() { EXIT_OK } else { EXIT_CHECK_FAILED })
 }

@@ -37,6 +37,8 @@ pub struct ExperimentTableRaw {
     pub bin: Option<String>,
     pub load_scale: Option<f64>,
     pub drain_limit: Option<String>,
+    /// Extra metrics for the table and the report.
+    pub show: Option<Vec<String>>,
 }
 
 /// `[[clients]]`.

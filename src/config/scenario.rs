@@ -24,6 +24,8 @@ pub struct Scenario {
     pub load_scale: f64,
     /// Simulated time allowed after `duration` for everything to finish.
     pub drain_limit: Nanos,
+    /// `[experiment] show`: extra metrics for the table and the report.
+    pub show: Vec<String>,
     pub clients: Vec<ClientSpec>,
     pub operations: Vec<OperationSpec>,
     pub services: Vec<ServiceSpec>,

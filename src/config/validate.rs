@@ -127,6 +127,15 @@ pub fn scenario(
     if drain_limit == NEVER {
         return Err(v.err("experiment.drain_limit", "must be finite"));
     }
+    let show = e.show.clone().unwrap_or_default();
+    for (i, m) in show.iter().enumerate() {
+        if !crate::metrics::METRICS.contains(&m.as_str()) {
+            return Err(v.err(
+                &format!("experiment.show[{i}]"),
+                format!("unknown metric \"{m}\"; allowed: {}", crate::metrics::METRICS.join(", ")),
+            ));
+        }
+    }
 
     let latency = match raw.network.as_ref().and_then(|n| n.latency.as_ref()) {
         Some(d) => v.dist("network.latency", d)?,
@@ -301,6 +310,7 @@ pub fn scenario(
         bin,
         load_scale,
         drain_limit,
+        show,
         clients,
         operations,
         services,

@@ -1,7 +1,8 @@
 //! Counters of one run and the metrics computed from them at its end.
 
+use super::class::{ClassCounters, Context, headline};
 use super::{LatencyHistogram, TimeSeries, TraceRecord};
-use crate::config::Scenario;
+use crate::config::{ClientMode, Scenario};
 use crate::engine::{Nanos, to_secs_f64};
 use crate::policy::DenyReason;
 use std::collections::BTreeMap;
@@ -14,29 +15,19 @@ pub type MetricMap = BTreeMap<String, Option<f64>>;
 /// sees everything.
 #[derive(Debug)]
 pub struct RunCollector {
-    pub intents: u64,
-    /// Intents in the window per client class.
-    pub client_intents: Vec<u64>,
-    pub ok: u64,
+    /// Per client class: its in-window intents (the run's totals add them up).
+    pub classes: Vec<ClassCounters>,
     pub edge_attempts: Vec<u64>,
-    pub service_arrivals: Vec<u64>,
     pub service_work_ns: Vec<f64>,
     pub service_wasted_ns: Vec<f64>,
-    /// Per service: work cancelled before it was done (ns).
-    pub service_cancelled_ns: Vec<f64>,
-    /// Hedged copies sent, hedged intents answered first by a hedge, and
-    /// attempts the client-side throttle refused or held back.
-    pub hedges: u64,
-    pub hedge_wins: u64,
-    pub throttled: u64,
     /// Per service: ∫ busy and ∫ queue length over [warmup, duration) (ns).
     pub window_busy: Vec<f64>,
     pub window_queue: Vec<f64>,
-    pub latency: LatencyHistogram,
-    pub duplicates: u64,
-    pub orphan_commits: u64,
-    /// Effects intents should have caused and did not.
-    pub lost_effects: u64,
+    /// The baseline window of the recovery metrics (whole bins in
+    /// [warmup, first disturbance); empty without one) and the requests
+    /// that reached each service during it, whatever their intent.
+    pub baseline: (Nanos, Nanos),
+    pub baseline_arrivals: Vec<u64>,
     /// Idempotency ledgers: answers replayed, 409s, 422s, placeholders
     /// recovered, and placeholders in progress past their lease at the end.
     pub ledger_replays: u64,
@@ -44,12 +35,8 @@ pub struct RunCollector {
     pub ledger_rejects: u64,
     pub ledger_recoveries: u64,
     pub stuck_placeholders: u64,
-    /// Intents that ended after their client's deadline.
-    pub deadline_overruns: u64,
     /// One intent (client class, number) per kind of violation, for counterexamples.
     pub witnesses: BTreeMap<String, (u32, u64)>,
-    /// Outbox events written.
-    pub events_sent: u64,
     /// Per side-effect kind: commits, intents with more than one, and the extra ones.
     pub effects: Vec<u64>,
     pub effect_duplicates: Vec<u64>,
@@ -69,31 +56,20 @@ impl RunCollector {
     pub fn new(s: &Scenario) -> Self {
         let n = s.services.len();
         Self {
-            intents: 0,
-            client_intents: vec![0; s.clients.len()],
-            ok: 0,
+            classes: vec![ClassCounters::new(n); s.clients.len()],
             edge_attempts: vec![0; s.edges.len()],
-            service_arrivals: vec![0; n],
             service_work_ns: vec![0.0; n],
             service_wasted_ns: vec![0.0; n],
-            service_cancelled_ns: vec![0.0; n],
-            hedges: 0,
-            hedge_wins: 0,
-            throttled: 0,
             window_busy: vec![0.0; n],
             window_queue: vec![0.0; n],
-            latency: LatencyHistogram::default(),
-            duplicates: 0,
-            orphan_commits: 0,
-            lost_effects: 0,
+            baseline: super::recovery::baseline_span(s).unwrap_or((0, 0)),
+            baseline_arrivals: vec![0; n],
             ledger_replays: 0,
             ledger_conflicts: 0,
             ledger_rejects: 0,
             ledger_recoveries: 0,
             stuck_placeholders: 0,
-            deadline_overruns: 0,
             witnesses: BTreeMap::new(),
-            events_sent: 0,
             effects: vec![0; s.effect_kinds.len()],
             effect_duplicates: vec![0; s.effect_kinds.len()],
             effect_extra: vec![0; s.effect_kinds.len()],
@@ -116,6 +92,14 @@ impl RunCollector {
         t >= self.window.0 && t < self.window.1
     }
 
+    /// A request reached service `s` at `now` (counted for the baseline's load).
+    #[inline]
+    pub fn reached(&mut self, s: usize, now: Nanos) {
+        if now >= self.baseline.0 && now < self.baseline.1 {
+            self.baseline_arrivals[s] += 1;
+        }
+    }
+
     /// Service `s` held `queue_len` waiting and `busy` working over [from, to).
     #[inline]
     pub fn service_state(&mut self, s: usize, from: Nanos, to: Nanos, queue_len: usize, busy: u32) {
@@ -128,40 +112,75 @@ impl RunCollector {
         }
     }
 
+    /// Whether a service got more requests over the baseline window than it
+    /// can serve (workers / holding time, [`crate::model::unloaded`]).
+    fn baseline_overloaded(&self, s: &Scenario) -> bool {
+        let secs = to_secs_f64(self.baseline.1.saturating_sub(self.baseline.0));
+        secs > 0.0
+            && self
+                .baseline_arrivals
+                .iter()
+                .enumerate()
+                .any(|(i, &a)| a as f64 / secs > crate::model::unloaded::capacity_per_s(s, i) * (1.0 + 1e-9))
+    }
+
     /// Computes the metrics of the finished run.
     pub fn finish(self, s: &Scenario, end: Nanos, events: u64) -> RunResult {
-        let intents = self.intents as f64;
-        let per_intent = |x: f64| (self.intents > 0).then(|| x / intents);
         let window_s = to_secs_f64(s.duration - s.warmup);
-        let mut m = MetricMap::new();
-        let mut put = |k: &str, v: Option<f64>| {
-            m.insert(k.to_string(), v);
-        };
-        put("intents", Some(intents));
-        put("success_rate", per_intent(self.ok as f64));
-        put("goodput_per_s", Some(self.ok as f64 / window_s));
-        let client_attempts: u64 = s.clients.iter().map(|c| self.edge_attempts[c.edge]).sum();
-        put("attempts_per_intent", per_intent(client_attempts as f64));
-        let (amp_service, amp) = self
+        let mut total = ClassCounters::new(s.services.len());
+        for c in &self.classes {
+            total.absorb(c);
+        }
+        // The run's busiest service; a summary of several variants moves the
+        // headline to the baseline variant's busiest (RunResult::amplification_at).
+        let amp_service = total
             .service_arrivals
             .iter()
             .enumerate()
             .map(|(i, &a)| (i, a))
             .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-            .unwrap_or((0, 0));
-        put("amplification", per_intent(amp as f64));
-        put("latency_mean_s", self.latency.mean_s());
-        let mut tail = self.latency.quantiles_s(&[0.5, 0.99, 0.999]).into_iter();
-        put("latency_p50_s", tail.next());
-        put("latency_p99_s", tail.next());
-        put("latency_p999_s", tail.next());
-        let work: f64 = self.service_work_ns.iter().sum();
-        let wasted: f64 = self.service_wasted_ns.iter().sum();
-        put("wasted_fraction", (work > 0.0).then(|| wasted / work));
-        put("duplicate_intents", Some(self.duplicates as f64));
-        put("orphan_commits", Some(self.orphan_commits as f64));
-        put("lost_effects", Some(self.lost_effects as f64));
-        put("outbox_events_per_intent", per_intent(self.events_sent as f64));
+            .map_or(0, |x| x.0);
+        let burst_start = |classes: &mut dyn Iterator<Item = &crate::config::ClientSpec>| {
+            classes.filter_map(|c| if let ClientMode::Burst { at, .. } = c.mode { Some(at) } else { None }).min()
+        };
+        let policies = || (0..s.edges.len()).map(|e| s.edge_policy(e));
+        let context = Context {
+            attempts: s.clients.iter().map(|c| self.edge_attempts[c.edge]).sum(),
+            window_s,
+            amplification_service: amp_service,
+            deadlines: s.clients.iter().any(|c| c.policy.deadline != crate::engine::NEVER),
+            burst_start: burst_start(&mut s.clients.iter()),
+            bursts_only: s.clients.iter().all(|c| matches!(c.mode, ClientMode::Burst { .. })),
+            hedged: policies().any(|p| p.hedging.is_some()),
+            client_hedged: s.clients.iter().any(|c| c.policy.hedging.is_some()),
+            throttled: policies().any(|p| p.throttle.is_some()),
+            cancels: policies().any(|p| p.cancel_on_timeout || p.hedging.as_ref().is_some_and(|h| h.cancel)),
+        };
+        let clients = s
+            .clients
+            .iter()
+            .zip(&self.classes)
+            .map(|(spec, counters)| {
+                let burst = matches!(spec.mode, ClientMode::Burst { .. });
+                let x = Context {
+                    attempts: self.edge_attempts[spec.edge],
+                    deadlines: spec.policy.deadline != crate::engine::NEVER,
+                    burst_start: burst_start(&mut std::iter::once(spec)),
+                    bursts_only: burst,
+                    client_hedged: spec.policy.hedging.is_some(),
+                    ..context
+                };
+                ClientResult {
+                    name: spec.name.clone(),
+                    metrics: headline(counters, &x),
+                    requests_per_intent: counters.requests_per_intent(),
+                }
+            })
+            .collect();
+        let mut m = headline(&total, &context);
+        let mut put = |k: &str, v: Option<f64>| {
+            m.insert(k.to_string(), v);
+        };
         let ledgers = s.services.iter().any(|sv| sv.ledger.is_some());
         for (k, v) in [
             ("ledger_replays", self.ledger_replays),
@@ -172,21 +191,9 @@ impl RunCollector {
         ] {
             put(k, ledgers.then_some(v as f64));
         }
-        let deadlines = s.clients.iter().any(|c| c.policy.deadline != crate::engine::NEVER);
-        put("deadline_overruns", deadlines.then_some(self.deadline_overruns as f64));
         let budgeted = (0..s.edges.len()).any(|e| s.edge_policy(e).budget.is_some());
         let denied = self.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
         put("retries_denied_budget", budgeted.then_some(denied as f64));
-        let policies = || (0..s.edges.len()).map(|e| s.edge_policy(e));
-        let hedged = policies().any(|p| p.hedging.is_some());
-        put("hedges_per_intent", if hedged { per_intent(self.hedges as f64) } else { None });
-        let client_hedged = s.clients.iter().any(|c| c.policy.hedging.is_some());
-        put("hedge_wins", if client_hedged { per_intent(self.hedge_wins as f64) } else { None });
-        let throttled = policies().any(|p| p.throttle.is_some());
-        put("throttled_per_intent", if throttled { per_intent(self.throttled as f64) } else { None });
-        let cancels = policies().any(|p| p.cancel_on_timeout || p.hedging.as_ref().is_some_and(|h| h.cancel));
-        let cancelled: f64 = self.service_cancelled_ns.iter().sum();
-        put("cancelled_fraction", (cancels && work + cancelled > 0.0).then(|| cancelled / (work + cancelled)));
         let rows = self.series.rows();
         let goodput: Vec<u64> = rows.iter().map(|r| r.goodput).collect();
         let offered: Vec<u64> = rows.iter().map(|r| r.offered).collect();
@@ -197,10 +204,17 @@ impl RunCollector {
             s.warmup,
             s.duration,
             &super::recovery::disturbances(s),
+            self.baseline_overloaded(s),
         );
         put("recovery_time_s", rec.recovery_time_s);
         put("recovered_fraction", rec.recovered);
         put("collapse_time_s", rec.collapse_time_s);
+        let mut reasons = BTreeMap::new();
+        if rec.never_healthy {
+            for k in ["recovery_time_s", "recovered_fraction"] {
+                reasons.insert(k.to_string(), NEVER_HEALTHY);
+            }
+        }
 
         let edges = s
             .edges
@@ -209,23 +223,23 @@ impl RunCollector {
             .map(|(i, e)| {
                 let mut em = MetricMap::new();
                 // A client edge counts per intent of its own client class.
-                let own = s.clients.iter().position(|c| c.edge == i).map(|c| self.client_intents[c]);
-                let value = match own {
-                    Some(n) => (n > 0).then(|| self.edge_attempts[i] as f64 / n as f64),
-                    None => per_intent(self.edge_attempts[i] as f64),
+                let n = match s.clients.iter().position(|c| c.edge == i) {
+                    Some(c) => self.classes[c].intents,
+                    None => total.intents,
                 };
-                em.insert("attempts_per_intent".into(), value);
+                em.insert("attempts_per_intent".into(), (n > 0).then(|| self.edge_attempts[i] as f64 / n as f64));
                 (e.name.clone(), em)
             })
             .collect();
         let window_ns = (s.duration - s.warmup) as f64;
+        let requests = total.requests_per_intent();
         let services = s
             .services
             .iter()
             .enumerate()
             .map(|(i, sv)| {
                 let mut sm = MetricMap::new();
-                sm.insert("requests_per_intent".into(), per_intent(self.service_arrivals[i] as f64));
+                sm.insert("requests_per_intent".into(), requests[i]);
                 sm.insert("utilization".into(), Some(self.window_busy[i] / (window_ns * sv.workers as f64)));
                 sm.insert("queue_len".into(), Some(self.window_queue[i] / window_ns));
                 let w = self.service_work_ns[i];
@@ -233,6 +247,7 @@ impl RunCollector {
                 (sv.name.clone(), sm)
             })
             .collect();
+        let per_intent = |x: f64| (total.intents > 0).then(|| x / total.intents as f64);
         let effects = s
             .effect_kinds
             .iter()
@@ -251,14 +266,16 @@ impl RunCollector {
         }
         RunResult {
             metrics: m,
+            reasons,
             amplification_service: s.services[amp_service].name.clone(),
+            clients,
             edges,
             services,
             effects,
             witnesses: self.witnesses,
             failures: self.failures,
             denials,
-            latency: self.latency,
+            latency: total.latency,
             series: self.series,
             trace: self.trace,
             end,
@@ -267,13 +284,35 @@ impl RunCollector {
     }
 }
 
+/// The `reason` of a recovery metric whose baseline window was itself
+/// overloaded: there was no healthy state to come back to.
+pub const NEVER_HEALTHY: &str = "never_healthy";
+
+/// One client class's metrics in one run.
+#[derive(Debug, Clone)]
+pub struct ClientResult {
+    pub name: String,
+    /// The headline metrics of its intents (see [`super::METRICS`]; those
+    /// not counted per class are `None`).
+    pub metrics: MetricMap,
+    /// Requests arriving at each service per intent of this class, in
+    /// scenario order.
+    pub requests_per_intent: Vec<Option<f64>>,
+}
+
 /// Everything one run produced.
 #[derive(Debug, Clone)]
 pub struct RunResult {
     /// Headline metrics (see [`super::METRICS`]).
     pub metrics: MetricMap,
-    /// The service where `amplification` is largest.
+    /// Why a metric has no value, where the reason is known
+    /// (`recovered_fraction` → [`NEVER_HEALTHY`]).
+    pub reasons: BTreeMap<String, &'static str>,
+    /// The service where `amplification` is taken: the run's busiest, until
+    /// [`RunResult::amplification_at`] moves it.
     pub amplification_service: String,
+    /// Per client class, in scenario order.
+    pub clients: Vec<ClientResult>,
     /// Per call edge, in scenario order.
     pub edges: Vec<(String, MetricMap)>,
     /// Per service, in scenario order.
@@ -299,6 +338,42 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// Takes `amplification` (the run's and every client class's) at the
+    /// service named `service`: its requests per intent, or `None` when this
+    /// run has no such service.
+    pub fn amplification_at(&mut self, service: &str) {
+        let i = self.services.iter().position(|(n, _)| n == service);
+        let total = i.and_then(|i| self.services[i].1.get("requests_per_intent").copied().flatten());
+        self.metrics.insert("amplification".into(), total);
+        for c in &mut self.clients {
+            let v = i.and_then(|i| c.requests_per_intent.get(i).copied().flatten());
+            c.metrics.insert("amplification".into(), v);
+        }
+        self.amplification_service = service.to_string();
+    }
+
+    /// A copy of the metrics (headline, per class, edge, service and kind,
+    /// reasons and counts) without the time series, histogram or trace.
+    pub fn clone_metrics(&self) -> RunResult {
+        RunResult {
+            metrics: self.metrics.clone(),
+            reasons: self.reasons.clone(),
+            amplification_service: self.amplification_service.clone(),
+            clients: self.clients.clone(),
+            edges: self.edges.clone(),
+            services: self.services.clone(),
+            effects: self.effects.clone(),
+            witnesses: self.witnesses.clone(),
+            failures: self.failures.clone(),
+            denials: self.denials.clone(),
+            latency: LatencyHistogram::unallocated(),
+            series: TimeSeries::new(self.series.bin(), 0),
+            trace: Vec::new(),
+            end: self.end,
+            events: self.events,
+        }
+    }
+
     /// Drops what only the outputs of a single `run` use (the time series,
     /// the latency histogram and the trace), keeping the metrics.
     pub fn drop_detail(&mut self) {

@@ -1,7 +1,8 @@
 //! `summary.json` (schema `retrysim.summary/1`) and the per-variant
 //! summaries the table and CSV are made from.
 
-use crate::analysis::{RunSet, Summary, summarize};
+use crate::analysis::stats::summarize_metric;
+use crate::analysis::{RunSet, Summary};
 use crate::config::Experiment;
 use crate::engine::to_secs_f64;
 use crate::metrics::{EDGE_METRICS, EFFECT_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS};
@@ -21,7 +22,14 @@ pub struct VariantSummary {
     pub name: String,
     pub policy: String,
     pub metrics: Vec<(String, Summary)>,
+    /// Why a metric has no mean, where known (`recovered_fraction` →
+    /// `never_healthy`).
+    pub reasons: BTreeMap<String, String>,
+    /// Where `amplification` is taken: the baseline variant's busiest
+    /// service, the same for every variant.
     pub amplification_service: String,
+    /// Per client class: the headline metrics of its intents.
+    pub clients: Vec<(String, Vec<(String, Summary)>)>,
     pub edges: Vec<(String, Vec<(String, Summary)>)>,
     pub services: Vec<(String, Vec<(String, Summary)>)>,
     /// Per side-effect kind.
@@ -42,27 +50,77 @@ impl VariantSummary {
     pub fn metric(&self, name: &str) -> Option<&Summary> {
         self.metrics.iter().find(|(k, _)| k == name).map(|(_, s)| s)
     }
+
+    /// Why metric `name` has no mean, if known.
+    pub fn reason(&self, name: &str) -> Option<&str> {
+        self.reasons.get(name).map(String::as_str)
+    }
+
+    /// The paired difference to the baseline of metric `name`.
+    pub fn difference(&self, name: &str) -> Option<&Summary> {
+        self.vs_baseline.iter().find(|(k, _)| k == name).map(|(_, s)| s)
+    }
 }
 
 fn summarize_maps(maps: &[&MetricMap], names: &[&str]) -> Vec<(String, Summary)> {
     names
         .iter()
-        .map(|&k| (k.to_string(), summarize(maps.iter().map(|m| m.get(k).copied().flatten()).collect())))
+        .map(|&k| (k.to_string(), summarize_metric(k, maps.iter().map(|m| m.get(k).copied().flatten()).collect())))
         .collect()
 }
 
-/// Summarises every variant of a run set.
+/// Summarises every variant of a run set against its first variant.
 pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
-    set.variants
+    summarize_against(set, 0)
+}
+
+/// Summarises every variant of a run set, taking `amplification` at the
+/// service where variant `baseline` has most requests per intent, and
+/// fills the paired differences to `baseline`.
+pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
+    let amp = set.amplification_service(baseline);
+    let mut out: Vec<VariantSummary> = set
+        .variants
         .iter()
         .map(|v| {
             let s = &v.scenario;
-            let metrics = summarize_maps(&v.runs.iter().map(|r| &r.metrics).collect::<Vec<_>>(), &METRICS);
+            // Every run's amplification (and every class's) at the one service.
+            let runs: Vec<crate::metrics::RunResult> = v
+                .runs
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone_metrics();
+                    if let Some(name) = &amp {
+                        r.amplification_at(name);
+                    }
+                    r
+                })
+                .collect();
+            let metrics = summarize_maps(&runs.iter().map(|r| &r.metrics).collect::<Vec<_>>(), &METRICS);
+            let mut reasons = BTreeMap::new();
+            for r in &runs {
+                for (k, why) in &r.reasons {
+                    reasons.insert(k.clone(), why.to_string());
+                }
+            }
+            let metrics = metrics
+                .into_iter()
+                .map(|(k, sum)| {
+                    // A reason in any replication: no mean (the values stay).
+                    if reasons.contains_key(&k) { (k, Summary { mean: None, ci95: None, ..sum }) } else { (k, sum) }
+                })
+                .collect();
+            let clients = (0..s.clients.len())
+                .map(|i| {
+                    let maps: Vec<&MetricMap> = runs.iter().map(|r| &r.clients[i].metrics).collect();
+                    (s.clients[i].name.clone(), summarize_maps(&maps, &METRICS))
+                })
+                .collect();
             let per = |pick: fn(&crate::metrics::RunResult) -> &Vec<(String, MetricMap)>, names: &[&str], n: usize| {
                 (0..n)
                     .map(|i| {
-                        let maps: Vec<&MetricMap> = v.runs.iter().map(|r| &pick(r)[i].1).collect();
-                        let name = v.runs.first().map(|r| pick(r)[i].0.clone()).unwrap_or_default();
+                        let maps: Vec<&MetricMap> = runs.iter().map(|r| &pick(r)[i].1).collect();
+                        let name = runs.first().map(|r| pick(r)[i].0.clone()).unwrap_or_default();
                         (name, summarize_maps(&maps, names))
                     })
                     .collect::<Vec<_>>()
@@ -70,11 +128,6 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
             let edges = per(|r| &r.edges, &EDGE_METRICS, s.edges.len());
             let services = per(|r| &r.services, &SERVICE_METRICS, s.services.len());
             let effects = per(|r| &r.effects, &EFFECT_METRICS, s.effect_kinds.len());
-            let amplification_service = services
-                .iter()
-                .map(|(n, m)| (n.clone(), m[0].1.mean.unwrap_or(0.0)))
-                .fold((String::new(), f64::NEG_INFINITY), |best, x| if x.1 > best.1 { x } else { best })
-                .0;
             let mut failures = BTreeMap::new();
             let mut denials = BTreeMap::new();
             let mut latency = LatencyHistogram::default();
@@ -94,7 +147,9 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
                 name: s.variant.clone(),
                 policy: policy.join(", "),
                 metrics,
-                amplification_service,
+                reasons,
+                amplification_service: amp.clone().unwrap_or_default(),
+                clients,
                 edges,
                 services,
                 effects,
@@ -105,14 +160,21 @@ pub fn summarize_runs(set: &RunSet) -> Vec<VariantSummary> {
                 baseline: String::new(),
             }
         })
-        .collect()
+        .collect();
+    if baseline < out.len() {
+        compare_to_baseline(&mut out, baseline);
+    }
+    out
 }
 
-/// Fills every variant's paired differences to variant `baseline`.
+/// Fills every variant's paired differences to variant `baseline`. A
+/// metric that has a reason instead of a mean in either variant has no
+/// difference either.
 pub fn compare_to_baseline(summaries: &mut [VariantSummary], baseline: usize) {
     let base = summaries[baseline].clone();
     for (i, v) in summaries.iter_mut().enumerate() {
         v.baseline = base.name.clone();
+        v.vs_baseline.clear();
         if i == baseline {
             continue;
         }
@@ -121,7 +183,12 @@ pub fn compare_to_baseline(summaries: &mut [VariantSummary], baseline: usize) {
             .iter()
             .map(|(k, s)| {
                 let b = base.metric(k).map(|b| b.values.clone()).unwrap_or_default();
-                (k.clone(), crate::analysis::stats::paired_at(&b, &s.values, 0.95))
+                let d = crate::analysis::stats::paired_metric(k, &b, &s.values);
+                if v.reasons.contains_key(k) || base.reasons.contains_key(k) {
+                    (k.clone(), Summary { mean: None, ci95: None, ..d })
+                } else {
+                    (k.clone(), d)
+                }
             })
             .collect();
     }
@@ -149,8 +216,23 @@ fn vs_baseline_value(v: &VariantSummary) -> Value {
     Value::Object(m)
 }
 
-fn metrics_object(ms: &[(String, Summary)]) -> Value {
-    Value::Object(ms.iter().map(|(k, s)| (k.clone(), summary_value(s))).collect::<Map<_, _>>())
+fn metrics_object(ms: &[(String, Summary)], reasons: &BTreeMap<String, String>) -> Value {
+    Value::Object(
+        ms.iter()
+            .map(|(k, s)| {
+                let mut o = summary_value(s);
+                if let Some(why) = reasons.get(k) {
+                    o["reason"] = json!(why);
+                }
+                (k.clone(), o)
+            })
+            .collect::<Map<_, _>>(),
+    )
+}
+
+fn groups_object(groups: &[(String, Vec<(String, Summary)>)]) -> Value {
+    let none = BTreeMap::new();
+    Value::Object(groups.iter().map(|(n, m)| (n.clone(), metrics_object(m, &none))).collect())
 }
 
 /// The `summary.json` document.
@@ -164,11 +246,12 @@ pub fn summary_json(exp: &Experiment, set: &RunSet, summaries: &[VariantSummary]
                 "name": v.name,
                 "policy": v.policy,
                 "replications": runs.runs.len(),
-                "metrics": metrics_object(&v.metrics),
+                "metrics": metrics_object(&v.metrics, &v.reasons),
                 "amplification_service": v.amplification_service,
-                "edges": Value::Object(v.edges.iter().map(|(n, m)| (n.clone(), metrics_object(m))).collect()),
-                "services": Value::Object(v.services.iter().map(|(n, m)| (n.clone(), metrics_object(m))).collect()),
-                "effects": Value::Object(v.effects.iter().map(|(n, m)| (n.clone(), metrics_object(m))).collect()),
+                "clients": groups_object(&v.clients),
+                "edges": groups_object(&v.edges),
+                "services": groups_object(&v.services),
+                "effects": groups_object(&v.effects),
                 "failures": v.failures,
                 "retry_denials": v.denials,
                 "vs_baseline": vs_baseline_value(v),
@@ -185,6 +268,7 @@ pub fn summary_json(exp: &Experiment, set: &RunSet, summaries: &[VariantSummary]
             "duration_s": to_secs_f64(first.duration),
             "warmup_s": to_secs_f64(first.warmup),
             "bin_s": to_secs_f64(first.bin),
+            "show": exp.show(),
         },
         "variants": variants,
     })

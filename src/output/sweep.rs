@@ -12,12 +12,18 @@ use std::collections::BTreeMap;
 pub struct MetricDoc {
     pub mean: Option<f64>,
     pub ci95: Option<[f64; 2]>,
+    /// Why the mean is null, where known (`never_healthy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One variant at one grid point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VariantPoint {
     pub name: String,
+    /// Where `amplification` is taken at this point: the first variant's busiest service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amplification_service: Option<String>,
     pub metrics: BTreeMap<String, MetricDoc>,
 }
 
@@ -156,9 +162,13 @@ impl SweepDoc {
                 let mut row: Vec<String> = p.values.iter().map(|(_, x)| x.clone()).collect();
                 row.push(v.name.clone());
                 for c in cols {
-                    row.push(
-                        v.metrics.get(c).and_then(|m| m.mean).map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into()),
-                    );
+                    let m = v.metrics.get(c);
+                    row.push(match m {
+                        Some(MetricDoc { reason: Some(r), .. }) if r == crate::metrics::NEVER_HEALTHY => {
+                            "never healthy".into()
+                        }
+                        _ => m.and_then(|m| m.mean).map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into()),
+                    });
                 }
                 rows.push(row);
             }
@@ -184,6 +194,14 @@ impl SweepDoc {
         }
         if markdown && !self.knees.is_empty() {
             out.push('\n');
+        }
+        let never_healthy = self.points.iter().flat_map(|p| &p.variants).any(|v| {
+            v.metrics.get("recovered_fraction").and_then(|m| m.reason.as_deref()) == Some(crate::metrics::NEVER_HEALTHY)
+        });
+        if never_healthy {
+            out.push_str(
+                "never healthy: already overloaded before the first disturbance, so recovery is not measured there\n",
+            );
         }
         for k in &self.knees {
             out.push_str(&format!(

@@ -1,33 +1,13 @@
-//! The comparison table: the terminal view, Markdown, and `summary.csv`.
+//! The comparison table: the terminal view, Markdown, and `summary.csv`;
+//! and how a number is written in a cell.
 
 use super::VariantSummary;
+use super::columns::{Column, Shown, Style, choose};
 use crate::analysis::Summary;
-use crate::metrics::METRICS;
+use crate::metrics::{METRICS, NEVER_HEALTHY};
 
-/// How a metric is shown in the terminal table.
-#[derive(Clone, Copy)]
-enum Style {
-    Percent,
-    Number,
-    Seconds,
-    Count,
-}
-
-/// The columns of the terminal table: (metric, header, style).
-const COLUMNS: [(&str, &str, Style); 10] = [
-    ("success_rate", "success", Style::Percent),
-    ("goodput_per_s", "goodput/s", Style::Number),
-    ("attempts_per_intent", "attempts/intent", Style::Number),
-    ("amplification", "amplification", Style::Number),
-    ("latency_p50_s", "p50", Style::Seconds),
-    ("latency_p99_s", "p99", Style::Seconds),
-    ("latency_p999_s", "p99.9", Style::Seconds),
-    ("wasted_fraction", "wasted", Style::Percent),
-    ("duplicate_intents", "duplicates", Style::Count),
-    ("orphan_commits", "orphans", Style::Count),
-];
-
-fn fmt_value(x: f64, style: Style) -> String {
+/// `x` in a column's style.
+pub fn fmt_value(x: f64, style: Style) -> String {
     match style {
         Style::Percent => format!("{:.2}%", x * 100.0),
         Style::Number => format!("{:.3}", x),
@@ -39,7 +19,9 @@ fn fmt_value(x: f64, style: Style) -> String {
 /// Seconds in a readable unit: `850µs`, `12.3ms`, `1.24s`.
 pub fn fmt_seconds(x: f64) -> String {
     let (sign, a) = if x < 0.0 { ("-", -x) } else { ("", x) };
-    if a < 1e-3 {
+    if a == 0.0 {
+        "0s".into()
+    } else if a < 1e-3 {
         format!("{sign}{:.0}µs", a * 1e6)
     } else if a < 1.0 {
         format!("{sign}{:.1}ms", a * 1e3)
@@ -48,7 +30,8 @@ pub fn fmt_seconds(x: f64) -> String {
     }
 }
 
-fn fmt_half(h: f64, style: Style) -> String {
+/// A half-width (or one side of an interval) in a column's style, without the `%`.
+pub fn fmt_half(h: f64, style: Style) -> String {
     match style {
         Style::Percent => format!("{:.2}", h * 100.0),
         Style::Seconds => fmt_seconds(h),
@@ -57,24 +40,55 @@ fn fmt_half(h: f64, style: Style) -> String {
     }
 }
 
-fn cell(s: Option<&Summary>, style: Style) -> String {
-    match s.and_then(|s| s.mean.map(|m| (m, s.half_width()))) {
+/// The interval of `s` around its mean: `±h` when symmetric as written,
+/// `+up/-down` when it stops at a bound of the metric's range (a share at
+/// 0 or 1, a count at 0); empty without an interval.
+pub fn fmt_interval(s: &Summary, style: Style) -> String {
+    let (Some(m), Some((lo, hi))) = (s.mean, s.ci95) else { return String::new() };
+    let (up, down) = (fmt_half((hi - m).max(0.0), style), fmt_half((m - lo).max(0.0), style));
+    if up == down { format!("±{up}") } else { format!("+{up}/-{down}") }
+}
+
+/// A cell: `mean ±h` (or `mean +up/-down`), `never healthy` for a recovery
+/// metric without a healthy baseline, `—` without a value.
+pub fn cell(s: Option<&Summary>, reason: Option<&str>, style: Style) -> String {
+    if reason == Some(NEVER_HEALTHY) {
+        return "never healthy".into();
+    }
+    match s.and_then(|s| s.mean.map(|m| (m, s))) {
         None => "—".into(),
-        Some((m, None)) => fmt_value(m, style),
-        Some((m, Some(h))) => format!("{} ±{}", fmt_value(m, style), fmt_half(h, style)),
+        Some((m, s)) if s.ci95.is_none() => fmt_value(m, style),
+        Some((m, s)) => format!("{} {}", fmt_value(m, style), fmt_interval(s, style)),
     }
 }
 
-fn rows(summaries: &[VariantSummary]) -> (Vec<String>, Vec<Vec<String>>) {
+/// Which variants have what, for the column choice.
+struct Numbers<'a>(&'a [VariantSummary]);
+
+impl Shown for Numbers<'_> {
+    fn nonzero(&self, m: &str) -> bool {
+        self.0.iter().any(|v| v.metric(m).and_then(|s| s.mean).is_some_and(|x| x != 0.0))
+    }
+    fn present(&self, m: &str) -> bool {
+        self.0.iter().any(|v| v.metric(m).and_then(|s| s.mean).is_some() || v.reason(m).is_some())
+    }
+}
+
+/// The columns of the table for these variants and `[experiment] show`.
+pub fn columns(summaries: &[VariantSummary], show: &[String]) -> Vec<Column> {
+    choose(show, &Numbers(summaries))
+}
+
+fn rows(summaries: &[VariantSummary], cols: &[Column]) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header = vec!["variant".to_string()];
-    header.extend(COLUMNS.iter().map(|c| c.1.to_string()));
+    header.extend(cols.iter().map(|c| c.header.to_string()));
     let body = summaries
         .iter()
         .map(|v| {
             let mut row = vec![v.name.clone()];
-            for (metric, _, style) in COLUMNS {
-                let mut text = cell(v.metric(metric), style);
-                if metric == "amplification" && v.metric(metric).and_then(|s| s.mean).is_some() {
+            for c in cols {
+                let mut text = cell(v.metric(c.metric), v.reason(c.metric), c.style);
+                if c.metric == "amplification" && v.metric(c.metric).and_then(|s| s.mean).is_some() {
                     text = format!("{text} ({})", v.amplification_service);
                 }
                 row.push(text);
@@ -85,41 +99,51 @@ fn rows(summaries: &[VariantSummary]) -> (Vec<String>, Vec<Vec<String>>) {
     (header, body)
 }
 
-/// The aligned terminal table, with a legend line.
-pub fn render_text(summaries: &[VariantSummary], replications: usize) -> String {
-    let (header, body) = rows(summaries);
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in &body {
+/// Rows aligned in columns (the first left, the others right), two spaces apart.
+pub fn align(rows: &[Vec<String>]) -> String {
+    let mut widths = vec![0; rows.first().map_or(0, Vec::len)];
+    for r in rows {
         for (i, c) in r.iter().enumerate() {
             widths[i] = widths[i].max(c.chars().count());
         }
     }
-    let line = |cells: &[String]| {
-        cells
+    let mut out = String::new();
+    for r in rows {
+        let cells: Vec<String> = r
             .iter()
             .enumerate()
             .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
-            .collect::<Vec<_>>()
-            .join("  ")
-    };
-    let mut out = String::new();
-    out.push_str(&line(&header));
-    out.push('\n');
-    out.push_str(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
-    out.push('\n');
-    for r in &body {
-        out.push_str(&line(r));
+            .collect();
+        out.push_str(&cells.join("  "));
         out.push('\n');
     }
+    out
+}
+
+/// The aligned terminal table, with a legend line.
+pub fn render_text(summaries: &[VariantSummary], replications: usize, show: &[String]) -> String {
+    let cols = columns(summaries, show);
+    let (header, body) = rows(summaries, &cols);
+    let dashes: Vec<String> = (0..header.len())
+        .map(|i| "-".repeat(body.iter().chain([&header]).map(|r| r[i].chars().count()).max().unwrap_or(0)))
+        .collect();
+    let mut all = vec![header, dashes];
+    all.extend(body);
+    let mut out = align(&all);
     out.push_str(&format!(
-        "mean ±95% CI half-width over {replications} replication(s); latency of successful intents; — = no value\n"
+        "mean ±95% CI half-width over {replications} replication(s) (+above/-below where the interval stops at 0 or 100%); p50, p99, p99.9: latency of successful intents; p99 all: of every intent, to when its client knew the result; — = no value\n"
     ));
+    if cols.iter().any(|c| c.metric == "recovered_fraction")
+        && summaries.iter().any(|v| v.reason("recovered_fraction") == Some(NEVER_HEALTHY))
+    {
+        out.push_str("never healthy: already overloaded before the first disturbance (a service got more than it can serve, or goodput was below 95% of offered intents), so there is nothing to recover to\n");
+    }
     out
 }
 
 /// The same table in Markdown.
-pub fn render_markdown(summaries: &[VariantSummary]) -> String {
-    let (header, body) = rows(summaries);
+pub fn render_markdown(summaries: &[VariantSummary], show: &[String]) -> String {
+    let (header, body) = rows(summaries, &columns(summaries, show));
     let mut out = format!("| {} |\n", header.join(" | "));
     out.push_str(&format!(
         "|{}|\n",
@@ -153,90 +177,17 @@ pub fn render_csv(summaries: &[VariantSummary]) -> anyhow::Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
-/// Why intents failed and why retries were refused, per variant: the
-/// breakdown printed under the terminal table.
-pub fn render_breakdown(summaries: &[VariantSummary]) -> String {
-    let mut out = String::new();
-    for v in summaries {
-        let intents: f64 = v.metric("intents").map(|s| s.values.iter().flatten().sum()).unwrap_or(0.0);
-        if v.failures.is_empty() && v.denials.is_empty() {
-            continue;
-        }
-        let mut failures: Vec<(&String, &u64)> = v.failures.iter().collect();
-        failures.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        let share = |n: u64| {
-            if intents > 0.0 { format!("{:.2}%", n as f64 / intents * 100.0) } else { n.to_string() }
-        };
-        let f: Vec<String> = failures.iter().map(|(k, n)| format!("{k} {}", share(**n))).collect();
-        out.push_str(&format!("{}: failed: {}", v.name, if f.is_empty() { "none".into() } else { f.join(", ") }));
-        if !v.denials.is_empty() {
-            let d: Vec<String> = v.denials.iter().map(|(k, n)| format!("{k} {n}")).collect();
-            out.push_str(&format!("; retries refused: {}", d.join(", ")));
-        }
-        out.push('\n');
-    }
-    if !out.is_empty() {
-        out.insert_str(0, "\nwhy intents failed (share of intents, all replications) and retries refused (count):\n");
-    }
-    out
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The paired differences of every variant to the baseline: the second
-/// block of the terminal table. "n.s." marks a difference whose 95% CI
-/// contains zero.
-pub fn render_vs_baseline(summaries: &[VariantSummary]) -> String {
-    let others: Vec<&VariantSummary> = summaries.iter().filter(|v| !v.vs_baseline.is_empty()).collect();
-    if others.is_empty() {
-        return String::new();
+    #[test]
+    fn intervals_that_stop_at_a_bound_are_written_as_such() {
+        let sym = Summary { mean: Some(0.5), ci95: Some((0.4, 0.6)), values: vec![] };
+        assert_eq!(cell(Some(&sym), None, Style::Percent), "50.00% ±10.00");
+        let clipped = Summary { mean: Some(0.4), ci95: Some((0.0, 1.0)), values: vec![] };
+        assert_eq!(cell(Some(&clipped), None, Style::Count), "0.4 +0.6/-0.4");
+        assert_eq!(cell(Some(&clipped), Some(NEVER_HEALTHY), Style::Percent), "never healthy");
+        assert_eq!(cell(None, None, Style::Seconds), "—");
     }
-    let cols = [COLUMNS[0], COLUMNS[1], COLUMNS[2], COLUMNS[3], COLUMNS[5], COLUMNS[8]];
-    let base = summaries.iter().find(|v| v.vs_baseline.is_empty());
-    let mut header = vec!["variant".to_string()];
-    header.extend(cols.iter().map(|c| c.1.to_string()));
-    let mut rows = vec![header];
-    for v in others {
-        let mut row = vec![v.name.clone()];
-        for (metric, _, style) in cols {
-            let d = v.vs_baseline.iter().find(|(k, _)| k == metric).map(|(_, s)| s);
-            let base_mean = base.and_then(|b| b.metric(metric)).and_then(|s| s.mean);
-            row.push(match d.and_then(|d| d.mean.map(|m| (m, d))) {
-                None => "—".into(),
-                Some((m, d)) => {
-                    let sign = if m > 0.0 { "+" } else { "" };
-                    let mut text = format!("{sign}{}", fmt_value(m, style));
-                    if let Some(h) = d.half_width() {
-                        text.push_str(&format!(" ±{}", fmt_half(h, style)));
-                    }
-                    if let Some(b) = base_mean.filter(|b| b.abs() > 1e-12 && !matches!(style, Style::Percent)) {
-                        text.push_str(&format!(" ({sign}{:.0}%)", m / b * 100.0));
-                    }
-                    if !crate::analysis::stats::significant(d) {
-                        text.push_str(" n.s.");
-                    }
-                    text
-                }
-            });
-        }
-        rows.push(row);
-    }
-    let mut widths = vec![0; rows[0].len()];
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            widths[i] = widths[i].max(c.chars().count());
-        }
-    }
-    let mut out = format!(
-        "\nvs baseline \"{}\": paired difference ±95% CI (same random numbers per replication); n.s. = not significant\n",
-        base.map(|b| b.name.as_str()).unwrap_or("")
-    );
-    for r in &rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
-            .collect();
-        out.push_str(&line.join("  "));
-        out.push('\n');
-    }
-    out
 }

@@ -71,7 +71,16 @@ impl<'a> Graph<'a> {
         message: String,
         fix: String,
     ) -> Finding {
-        Finding { rule: id, severity: rule(id).severity, file, field, at, message, fix }
+        Finding {
+            rule: id,
+            variant: self.s.variant.clone(),
+            severity: rule(id).severity,
+            file,
+            field,
+            at,
+            message,
+            fix,
+        }
     }
 
     /// A finding about a policy field of edge `e`.

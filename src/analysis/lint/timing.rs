@@ -11,7 +11,7 @@ use crate::model::Dist;
 impl Graph<'_> {
     /// Whether service `svc` can answer with a Retry-After (overload,
     /// rate limit, or an `error` fault that sets one).
-    fn sends_retry_after(&self, svc: usize) -> bool {
+    pub(super) fn sends_retry_after(&self, svc: usize) -> bool {
         let spec = &self.s.services[svc];
         spec.overload.retry_after.is_some()
             || spec.rate_limit.is_some_and(|r| r.retry_after.is_some())
@@ -76,7 +76,7 @@ impl Graph<'_> {
 /// `p` (the deadline; else attempts x per-try timeout plus the longest
 /// backoffs and, when the callee can send one, Retry-After waits).
 /// `None`: unbounded.
-fn window(p: &Policy, retry_after: bool) -> Option<Nanos> {
+pub(super) fn window(p: &Policy, retry_after: bool) -> Option<Nanos> {
     if p.deadline != NEVER {
         return Some(p.deadline);
     }

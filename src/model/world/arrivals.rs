@@ -108,8 +108,7 @@ impl World<'_> {
             key,
         });
         if in_window {
-            self.m.intents += 1;
-            self.m.client_intents[c] += 1;
+            self.m.classes[c].intents += 1;
         }
         self.m.series.at(now).offered += 1;
         if self.clients[c].breaker(instance).is_some_and(|b| !b.allows_first(now)) {

@@ -78,7 +78,8 @@ impl World<'_> {
         call.throttle_wait = 0;
         let call = self.calls.get(id).expect("live call");
         let g = self.guard(call);
-        let (deadline_at, in_window) = (call.deadline_at, self.intents.get(call.intent).is_some_and(|it| it.in_window));
+        let deadline_at = call.deadline_at;
+        let class = self.intents.get(call.intent).filter(|it| it.in_window).map(|it| it.client as usize);
         let min_attempt_time = self.s.edge_policy(g.edge).min_attempt_time;
         let u = self.rng.unit(&[purpose::THROTTLE, call.key, call.attempts as u64 + 1]);
         let Some(t) = self.throttle_of(g) else {
@@ -89,8 +90,8 @@ impl World<'_> {
             Admission::Refuse { p } => TraceNote::Refused { p: Some(p) },
             Admission::Wait(wait) => {
                 if deadline_at == NEVER || now.saturating_add(wait).saturating_add(min_attempt_time) < deadline_at {
-                    if in_window {
-                        self.m.throttled += 1;
+                    if let Some(c) = class {
+                        self.m.classes[c].throttled += 1;
                     }
                     self.m.series.at(now).throttled += 1;
                     let call = self.calls.get_mut(id).expect("live call");
@@ -104,8 +105,8 @@ impl World<'_> {
                 TraceNote::Refused { p: None }
             }
         };
-        if in_window {
-            self.m.throttled += 1;
+        if let Some(c) = class {
+            self.m.classes[c].throttled += 1;
         }
         self.m.series.at(now).throttled += 1;
         self.refuse(id, note);

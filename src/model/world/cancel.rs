@@ -29,10 +29,13 @@ impl World<'_> {
             if executed && now < start.saturating_add(demand) {
                 // Stopped in its own work: what it did is wasted, the rest is saved.
                 let done = now - start;
-                if self.intents.get(intent).is_some_and(|it| it.in_window) {
+                if let Some(it) = self.intents.get(intent).filter(|it| it.in_window) {
+                    let class = &mut self.m.classes[it.client as usize];
+                    class.work_ns += done as f64;
+                    class.wasted_ns += done as f64;
+                    class.cancelled_ns += (demand - done) as f64;
                     self.m.service_work_ns[svc] += done as f64;
                     self.m.service_wasted_ns[svc] += done as f64;
-                    self.m.service_cancelled_ns[svc] += (demand - done) as f64;
                 }
                 self.m.series.at(now).wasted[svc] += 1;
             } else if !executed {

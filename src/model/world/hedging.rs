@@ -89,7 +89,7 @@ impl World<'_> {
         if call.deadline_at != NEVER && now.saturating_add(policy.min_attempt_time) >= call.deadline_at {
             return Err(DenyReason::Deadline);
         }
-        let in_window = self.intents.get(call.intent).is_some_and(|it| it.in_window);
+        let class = self.intents.get(call.intent).filter(|it| it.in_window).map(|it| it.client as usize);
         let u = self.rng.unit(&[purpose::THROTTLE, call.key, call.attempts as u64 + 1]);
         let cost_outcome = trigger.unwrap_or(Outcome::Timeout);
         if !self.breaker_of(g).is_none_or(|b| b.allows(now)) {
@@ -109,8 +109,8 @@ impl World<'_> {
                         // Hedges do not wait for a token: the moment has passed.
                         t.release();
                     }
-                    if in_window {
-                        self.m.throttled += 1;
+                    if let Some(c) = class {
+                        self.m.classes[c].throttled += 1;
                     }
                     self.m.series.at(now).throttled += 1;
                     return Err(DenyReason::Throttled);
@@ -121,8 +121,8 @@ impl World<'_> {
         if let Some(h) = self.edges[g.edge].hedger.as_mut() {
             h.on_hedge(now);
         }
-        if in_window {
-            self.m.hedges += 1;
+        if let Some(c) = class {
+            self.m.classes[c].hedges += 1;
         }
         self.m.series.at(now).hedges += 1;
         let call = self.calls.get_mut(id).expect("live call");
@@ -195,9 +195,11 @@ impl World<'_> {
             };
             self.trace_copy(id, c, outcome, decision, None);
             let call = self.calls.get(id).expect("live call");
-            if c.copy > 0 && call.owner == Owner::Client && self.intents.get(call.intent).is_some_and(|it| it.in_window)
+            if c.copy > 0
+                && call.owner == Owner::Client
+                && let Some(it) = self.intents.get(call.intent).filter(|it| it.in_window)
             {
-                self.m.hedge_wins += 1;
+                self.m.classes[it.client as usize].hedge_wins += 1;
             }
             self.end_other_copies(id, g);
             let label = if outcome == Outcome::Ok { String::new() } else { format!("{outcome}") };

@@ -22,8 +22,9 @@ impl World<'_> {
             self.reply(id, Outcome::ConnectError, None);
             return;
         }
-        if self.intents.get(intent).is_some_and(|it| it.in_window) {
-            self.m.service_arrivals[svc] += 1;
+        self.m.reached(svc, now);
+        if let Some(it) = self.intents.get(intent).filter(|it| it.in_window) {
+            self.m.classes[it.client as usize].service_arrivals[svc] += 1;
         }
         for (fi, f) in self.s.faults.iter().enumerate() {
             if f.target != svc || now < f.start || now >= f.end {
@@ -112,9 +113,12 @@ impl World<'_> {
             return;
         };
         let (svc, demand, abandoned, intent) = (req.service as usize, req.demand, req.abandoned, req.intent);
-        if self.intents.get(intent).is_some_and(|it| it.in_window) {
+        if let Some(it) = self.intents.get(intent).filter(|it| it.in_window) {
+            let class = &mut self.m.classes[it.client as usize];
+            class.work_ns += demand as f64;
             self.m.service_work_ns[svc] += demand as f64;
             if abandoned {
+                class.wasted_ns += demand as f64;
                 self.m.service_wasted_ns[svc] += demand as f64;
             }
         }

@@ -110,15 +110,13 @@ impl World<'_> {
         }
         let deadline = self.s.clients[client].policy.deadline;
         if in_window && deadline != NEVER && latency > deadline {
-            self.m.deadline_overruns += 1;
+            self.m.classes[client].deadline_overruns += 1;
             let it = self.intents.get(id).expect("live");
             self.m.witness("deadline_overrun", (it.client, it.seq));
         }
         if in_window {
-            if ok {
-                self.m.ok += 1;
-                self.m.latency.record(latency);
-            } else {
+            self.m.classes[client].ended(now, latency, ok);
+            if !ok {
                 *self.m.failures.entry(failure).or_insert(0) += 1;
             }
         }
@@ -134,8 +132,9 @@ impl World<'_> {
         if !it.in_window {
             return;
         }
-        self.m.lost_effects += it.lost as u64;
-        self.m.events_sent += it.events_sent as u64;
+        let class = &mut self.m.classes[it.client as usize];
+        class.lost_effects += it.lost as u64;
+        class.events_sent += it.events_sent as u64;
         let mut duplicated = false;
         let mut commits = 0u64;
         for (k, &n) in it.effects.iter().enumerate().take(self.s.effect_kinds.len()) {
@@ -147,12 +146,13 @@ impl World<'_> {
                 self.m.effect_extra[k] += n as u64 - 1;
             }
         }
-        if duplicated {
-            self.m.duplicates += 1;
-            self.m.witness("duplicate_intent", (it.client, it.seq));
-        }
+        let class = &mut self.m.classes[it.client as usize];
         if !it.ok {
-            self.m.orphan_commits += commits;
+            class.orphan_commits += commits;
+        }
+        if duplicated {
+            class.duplicates += 1;
+            self.m.witness("duplicate_intent", (it.client, it.seq));
         }
     }
 }

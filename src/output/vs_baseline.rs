@@ -1,0 +1,83 @@
+//! The paired differences of every variant to the baseline: the block under
+//! the terminal table. A latency of successful intents that fell is always
+//! printed with the change of success beside it: a variant that fails more
+//! intents fast can look faster while it is worse.
+
+use super::VariantSummary;
+use super::columns::{BUSINESS, Column, Style};
+use super::table::{align, columns, fmt_half, fmt_value};
+use crate::analysis::Summary;
+use crate::analysis::stats::significant;
+
+/// The columns of the block: the headline comparisons, then the business
+/// metrics the table shows.
+fn block_columns(summaries: &[VariantSummary], show: &[String]) -> Vec<Column> {
+    let shown = columns(summaries, show);
+    let pick = |m: &str| shown.iter().find(|c| c.metric == m).copied();
+    let mut cols: Vec<Column> =
+        ["success_rate", "goodput_per_s", "attempts_per_intent", "amplification", "latency_p99_s", "latency_all_p99_s"]
+            .iter()
+            .filter_map(|m| pick(m))
+            .collect();
+    cols.extend(BUSINESS.iter().filter(|b| shown.contains(b)));
+    cols
+}
+
+/// One difference: `+x ±h (+p%)`, `n.s.` when its CI contains zero.
+fn diff_text(d: &Summary, base_mean: Option<f64>, style: Style) -> String {
+    let Some(m) = d.mean else { return "—".into() };
+    let sign = if m > 0.0 { "+" } else { "" };
+    let mut text = format!("{sign}{}", fmt_value(m, style));
+    if let Some(h) = d.half_width() {
+        text.push_str(&format!(" ±{}", fmt_half(h, style)));
+    }
+    if let Some(b) = base_mean.filter(|b| b.abs() > 1e-12 && style != Style::Percent) {
+        text.push_str(&format!(" ({sign}{:.0}%)", m / b * 100.0));
+    }
+    if !significant(d) {
+        text.push_str(" n.s.");
+    }
+    text
+}
+
+/// The block, or nothing with a single variant.
+pub fn render_vs_baseline(summaries: &[VariantSummary], show: &[String]) -> String {
+    let others: Vec<&VariantSummary> = summaries.iter().filter(|v| !v.vs_baseline.is_empty()).collect();
+    if others.is_empty() {
+        return String::new();
+    }
+    let cols = block_columns(summaries, show);
+    let base = summaries.iter().find(|v| v.vs_baseline.is_empty());
+    let mut header = vec!["variant".to_string()];
+    header.extend(cols.iter().map(|c| c.header.to_string()));
+    let mut rows = vec![header];
+    for v in others {
+        let mut row = vec![v.name.clone()];
+        for c in &cols {
+            let base_mean = base.and_then(|b| b.metric(c.metric)).and_then(|s| s.mean);
+            let mut text = v.difference(c.metric).map_or_else(|| "—".into(), |d| diff_text(d, base_mean, c.style));
+            let faster = v.difference(c.metric).and_then(|d| d.mean).is_some_and(|m| m < 0.0);
+            if faster && success_only_latency(c.metric) {
+                let success = v.difference("success_rate").and_then(|d| d.mean);
+                text.push_str(&match success {
+                    Some(s) => {
+                        format!(" with success {}{}", if s > 0.0 { "+" } else { "" }, fmt_value(s, Style::Percent))
+                    }
+                    None => " with success —".into(),
+                });
+            }
+            row.push(text);
+        }
+        rows.push(row);
+    }
+    format!(
+        "\nvs baseline \"{}\": paired difference ±95% CI (same random numbers per replication); n.s. = not significant\n{}",
+        base.map(|b| b.name.as_str()).unwrap_or(""),
+        align(&rows)
+    )
+}
+
+/// Latency of successful intents only (it can fall because intents fail).
+fn success_only_latency(metric: &str) -> bool {
+    metric.starts_with("latency_") && !metric.starts_with("latency_all_")
+}

@@ -1,0 +1,250 @@
+//! What the terminal table and the report show: `[experiment] show`
+//! (validated), the business and recovery metrics whenever they have
+//! something to say, variants whose numbers are identical, and findings
+//! that state costs and non-results as well as gains.
+
+use std::path::Path;
+use std::process::Command;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `retrysim ARGS`: (exit code, stdout, stderr).
+fn retrysim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_retrysim")).args(args).current_dir(root()).output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+/// The header line of the terminal table.
+fn header(table: &str) -> &str {
+    table.lines().next().unwrap()
+}
+
+#[test]
+fn show_adds_columns_and_rejects_unknown_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let (code, table, err) = retrysim(&[
+        "run",
+        "experiments/quickstart.toml",
+        "--replications",
+        "2",
+        "--no-plots",
+        "-q",
+        "--out",
+        out,
+        "--set",
+        r#"experiment.show=["collapse_time_s", "latency_all_p999_s"]"#,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(header(&table).ends_with("collapse_time_s  latency_all_p999_s"), "{table}");
+    let summary = std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap();
+    assert!(
+        summary.contains("\"show\": [\n      \"collapse_time_s\",\n      \"latency_all_p999_s\"\n    ]"),
+        "{summary}"
+    );
+    // The report shows them too.
+    let (code, _, err) = retrysim(&["report", out, "-q"]);
+    assert_eq!(code, 0, "{err}");
+    let md = std::fs::read_to_string(dir.path().join("out/report.md")).unwrap();
+    assert!(md.contains("| collapse_time_s | latency_all_p999_s |"), "{md}");
+
+    let (code, _, err) = retrysim(&[
+        "run",
+        "experiments/quickstart.toml",
+        "--out",
+        out,
+        "--set",
+        r#"experiment.show=["lost_effects", "speed"]"#,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("experiment.show[1]"), "{err}");
+    assert!(err.contains("unknown metric \"speed\"; allowed: intents, success_rate,"), "{err}");
+}
+
+#[test]
+fn business_and_recovery_metrics_appear_when_they_have_something_to_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("b");
+    let (code, table, err) = retrysim(&[
+        "run",
+        "experiments/brownout.toml",
+        "--replications",
+        "2",
+        "--no-plots",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // The baseline's orphan charges and the recovery after the brownout.
+    let h = header(&table);
+    assert!(h.contains("orphans") && h.contains("recovery") && h.contains("recovered"), "{table}");
+    assert!(!h.contains("duplicates") && !h.contains("lost effects"), "all zero: {table}");
+    retrysim(&["report", out.to_str().unwrap(), "-q"]);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| orphans |") && md.contains("| recovered |"), "{md}");
+    assert!(md.contains("\"both layers retry\" left 9"), "the orphans are a finding: {md}");
+
+    // No disturbance and no business anomaly: the headline columns only.
+    let (code, table, err) = retrysim(&[
+        "run",
+        "experiments/normal-day.toml",
+        "--replications",
+        "2",
+        "--no-plots",
+        "-q",
+        "--out",
+        dir.path().join("n").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let h = header(&table);
+    assert!(h.ends_with("wasted"), "{table}");
+}
+
+#[test]
+fn identical_variants_get_a_line_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp.toml");
+    // A backoff for a policy that never retries changes nothing at all.
+    let text = std::fs::read_to_string(root().join("experiments/quickstart.toml"))
+        .unwrap()
+        .replace("../policies/", &format!("{}/policies/", root().display()));
+    let text = format!(
+        "{text}\n[[variants]]\nname = \"no retries, with a backoff\"\nset = {{ \"clients.web.policy.backoff\" = {{ kind = \"exponential\", base = \"100ms\" }} }}\n"
+    );
+    std::fs::write(&exp, text).unwrap();
+    let (code, table, err) = retrysim(&[
+        "run",
+        exp.to_str().unwrap(),
+        "--replications",
+        "2",
+        "--no-plots",
+        "-q",
+        "--out",
+        dir.path().join("o").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        table.contains("identical: \"no retries\" and \"no retries, with a backoff\" have identical metrics in every replication, to the last digit: "),
+        "{table}"
+    );
+    // Backoff and immediate retries after a collapse: the same successes,
+    // failures that take longer to fail.
+    let (code, table, err) = retrysim(&[
+        "run",
+        "experiments/metastable-spike.toml",
+        "--replications",
+        "2",
+        "--variant",
+        "immediate retries",
+        "--variant",
+        "backoff + full jitter",
+        "--no-plots",
+        "-q",
+        "--out",
+        dir.path().join("m").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        table.contains("identical: \"immediate retries\" and \"backoff + full jitter\" have identical metrics in every replication, to the last digit, except the latency of every intent (p99 all)"),
+        "{table}"
+    );
+}
+
+#[test]
+fn findings_state_costs_and_non_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("q");
+    let out = out.to_str().unwrap();
+    let (code, _, err) = retrysim(&["run", "experiments/quickstart.toml", "--replications", "3", "-q", "--out", out]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = retrysim(&["report", out, "-q"]);
+    assert_eq!(code, 0, "{err}");
+    let md = std::fs::read_to_string(dir.path().join("q/report.md")).unwrap();
+    // Immediate retries do nothing for success: a non-result, with its interval.
+    assert!(md.contains("\"immediate retries\" makes no significant difference to success ("), "{md}");
+    // Backoff without jitter buys success with seconds of waiting.
+    assert!(md.contains("Cost: \"backoff, no jitter\" raises the p99 latency of successful intents by +"), "{md}");
+    assert!(md.contains("amplification at api by"), "{md}");
+
+    // A budget that never refuses a retry changes nothing, and the report says so.
+    let exp = dir.path().join("budget.toml");
+    let policy = root().join("policies/immediate-retries.toml").display().to_string();
+    let text = std::fs::read_to_string(root().join("experiments/quickstart.toml")).unwrap();
+    let text = format!(
+        "{}\n[[variants]]\nname = \"immediate retries\"\nset = {{ \"clients.web.policy\" = \"{policy}\" }}\n\n[[variants]]\nname = \"with a roomy budget\"\nset = {{ \"clients.web.policy\" = \"{policy}\", \"clients.web.policy.budget\" = {{ kind = \"token_bucket\", max_tokens = 1000 }} }}\n",
+        &text[..text.find("[[variants]]").unwrap()].replace("../policies/", &format!("{}/policies/", root().display()))
+    );
+    std::fs::write(&exp, text).unwrap();
+    let out2 = dir.path().join("b");
+    let (code, _, err) = retrysim(&[
+        "run",
+        exp.to_str().unwrap(),
+        "--replications",
+        "2",
+        "-q",
+        "--no-plots",
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out2.join("summary.json")).unwrap()).unwrap();
+    let findings = retrysim::output::report::findings(&summary);
+    assert!(
+        findings.iter().any(|f| f
+            == "The budget of \"with a roomy budget\" never refused a retry (0 refusals per replication): it changes nothing in this scenario."),
+        "{findings:?}"
+    );
+    assert!(
+        findings.iter().any(|f| f
+            .starts_with("\"with a roomy budget\" makes no significant difference to success (+0.00 ± 0.00 points)")),
+        "{findings:?}"
+    );
+}
+
+#[test]
+fn a_never_healthy_baseline_is_named_in_the_report_and_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let (code, _, err) = retrysim(&[
+        "run",
+        "experiments/quickstart.toml",
+        "--replications",
+        "2",
+        "--variant",
+        "no retries",
+        "--set",
+        "experiment.load_scale=1.5",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    retrysim(&["report", out.to_str().unwrap(), "-q"]);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("\"no retries\" was already overloaded before the first disturbance (never healthy)"), "{md}");
+    assert!(md.contains("never healthy |"), "{md}");
+    let (code, table, err) = retrysim(&[
+        "sweep",
+        "experiments/quickstart.toml",
+        "--param",
+        "experiment.load_scale=1,1.5",
+        "--variant",
+        "no retries",
+        "--replications",
+        "2",
+        "-q",
+        "--no-plots",
+        "--out",
+        dir.path().join("s").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let line = table.lines().find(|l| l.trim_start().starts_with("1.5")).unwrap_or_else(|| panic!("{table}"));
+    assert!(line.ends_with("never healthy"), "{table}");
+    let sweep = std::fs::read_to_string(dir.path().join("s/sweep.json")).unwrap();
+    assert!(sweep.contains("\"reason\": \"never_healthy\""), "{sweep}");
+}
