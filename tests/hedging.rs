@@ -75,6 +75,12 @@ fn a_hedge_at_the_p95_cuts_the_p999_tenfold_for_about_five_percent_more_requests
     assert!(u1 < u0, "utilisation {u0} -> {u1}");
     let wins = mean(&metric(&hedged, "hedge_wins"));
     assert!(wins > 0.009 && wins < extra, "hedge wins {wins}");
+    // One client class: its own metrics (summary.json `clients`) are the run's.
+    for r in &hedged {
+        for k in ["hedges_per_intent", "hedge_wins", "cancelled_fraction"] {
+            assert_eq!(r.clients[0].metrics[k], r.metrics[k], "{k}");
+        }
+    }
 }
 
 #[test]

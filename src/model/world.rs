@@ -190,8 +190,8 @@ struct Request {
     version: u64,
     answer: Outcome,
     retry_after: Option<Nanos>,
-    /// It reached its service (or was refused at the door).
-    reached: bool,
+    /// Its service has answered it (the answer may be on its way back).
+    answered: bool,
     /// Its caller cancelled it before it reached its service: dropped on arrival.
     cancelled: bool,
     /// When its own work started.

@@ -55,20 +55,25 @@ impl World<'_> {
     /// Sends the next attempt of a call on its edge, once its client-side
     /// throttle (if any) lets it.
     pub(super) fn send(&mut self, id: Id) {
-        if self.calls.get(id).is_none() || !self.admit(id) {
+        let s = self.s;
+        let Some(call) = self.calls.get(id) else {
+            return;
+        };
+        let policy = s.edge_policy(call.edge as usize);
+        if policy.throttle.is_some() && !self.admit(id) {
             return;
         }
         let req = self.transmit(id);
-        if self.s.edge_policy(self.calls.get(id).expect("live").edge as usize).hedging.is_some() {
+        if policy.hedging.is_some() {
             self.start_hedging(id, req);
         } else {
             self.calls.get_mut(id).expect("live").current = Some(req);
         }
     }
 
-    /// Asks the call's throttle whether its next attempt may go now. A
-    /// refused attempt ends the call; one that must wait for a token is sent
-    /// when the wait is over.
+    /// Asks the call's throttle (its policy has one) whether its next
+    /// attempt may go now. A refused attempt ends the call; one that must
+    /// wait for a token is sent when the wait is over.
     fn admit(&mut self, id: Id) -> bool {
         let now = self.q.now();
         let call = self.calls.get_mut(id).expect("live call");
@@ -162,7 +167,7 @@ impl World<'_> {
             version: 0,
             answer: Outcome::Ok,
             retry_after: None,
-            reached: false,
+            answered: false,
             cancelled: false,
             work_start: 0,
         });
@@ -220,9 +225,11 @@ impl World<'_> {
             return;
         };
         let (call, outcome, retry_after) = (req.call, req.answer, req.retry_after);
-        if self.calls.get(call).is_some_and(|c| c.hedge.is_some()) {
+        let (hedged, current) =
+            self.calls.get(call).map_or((false, false), |c| (c.hedge.is_some(), c.current == Some(id)));
+        if hedged {
             self.on_copy_outcome(call, id, outcome);
-        } else if self.calls.get(call).is_some_and(|c| c.current == Some(id)) {
+        } else if current {
             self.calls.get_mut(call).expect("live").current = None;
             self.on_outcome(call, outcome, retry_after);
         }
@@ -234,9 +241,11 @@ impl World<'_> {
             return;
         };
         let (call, lost) = (req.call, req.lost);
-        if self.calls.get(call).is_some_and(|c| c.hedge.is_some()) {
+        let (hedged, current) =
+            self.calls.get(call).map_or((false, false), |c| (c.hedge.is_some(), c.current == Some(id)));
+        if hedged {
             self.on_copy_expired(call, id);
-        } else if self.calls.get(call).is_some_and(|c| c.current == Some(id)) {
+        } else if current {
             self.requests.get_mut(id).expect("live").abandoned = true;
             self.calls.get_mut(call).expect("live").current = None;
             if self.s.edge_policy(self.calls.get(call).expect("live").edge as usize).cancel_on_timeout {

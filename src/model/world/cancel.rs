@@ -63,7 +63,8 @@ impl World<'_> {
             self.leave(id);
             return;
         }
-        if !r.reached {
+        if !r.answered {
+            // Neither at the service nor answered: still on its way there.
             r.cancelled = true;
         }
         // Otherwise its answer is on the way back: it leaves when it arrives.

@@ -16,7 +16,6 @@ impl World<'_> {
             self.leave(id);
             return;
         }
-        self.requests.get_mut(id).expect("live").reached = true;
         if now < self.services[svc].down_until {
             // The service is down after a crash: the connection is refused.
             self.reply(id, Outcome::ConnectError, None);
@@ -182,6 +181,7 @@ impl World<'_> {
         let r = self.requests.get_mut(id).expect("live");
         r.answer = outcome;
         r.retry_after = retry_after;
+        r.answered = true;
         if matches!(self.s.edges[edge].latency, crate::model::Dist::Const(_)) {
             self.q.schedule_fixed(lat, Event::Reply { req: id });
         } else {
