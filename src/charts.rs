@@ -131,7 +131,8 @@ pub fn run_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
                 ..Line::default()
             })
             .collect();
-        if col != "offered_per_s"
+        // Offered intents as the reference, except where the counts are of another scale.
+        if !matches!(col, "offered_per_s" | "hedges_per_s" | "throttled_per_s")
             && let Some(first) = names.first()
         {
             let offered = ts.get(first).and_then(|c| c.get("offered_per_s")).cloned().unwrap_or_default();
@@ -151,6 +152,19 @@ pub fn run_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
     };
     charts.push(("goodput".into(), time_chart("goodput_per_s", "Goodput over time", "successful intents per second")));
     charts.push(("attempts".into(), time_chart("attempts_per_s", "Attempts over time", "client attempts per second")));
+    if header.iter().any(|h| h == "hedges_per_s") {
+        charts.push(("hedges".into(), time_chart("hedges_per_s", "Hedged copies over time", "hedges sent per second")));
+    }
+    if header.iter().any(|h| h == "throttled_per_s") {
+        charts.push((
+            "throttled".into(),
+            time_chart(
+                "throttled_per_s",
+                "Attempts the client-side throttle held back",
+                "throttled attempts per second",
+            ),
+        ));
+    }
     let cdf_lines = variants
         .iter()
         .enumerate()

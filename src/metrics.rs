@@ -12,11 +12,11 @@ pub mod trace;
 pub use latency::LatencyHistogram;
 pub use run::{ClientResult, MetricMap, NEVER_HEALTHY, RunCollector, RunResult};
 pub use timeseries::{BinRow, TimeSeries};
-pub use trace::{TraceDecision, TraceRecord};
+pub use trace::{TraceDecision, TraceNote, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5,
 /// §8.3).
-pub const METRICS: [&str; 28] = [
+pub const METRICS: [&str; 32] = [
     "intents",
     "success_rate",
     "goodput_per_s",
@@ -35,6 +35,10 @@ pub const METRICS: [&str; 28] = [
     "orphan_commits",
     "lost_effects",
     "retries_denied_budget",
+    "hedges_per_intent",
+    "hedge_wins",
+    "throttled_per_intent",
+    "cancelled_fraction",
     "recovery_time_s",
     "recovered_fraction",
     "outbox_events_per_intent",

@@ -7,7 +7,9 @@ pub mod breaker;
 pub mod budget;
 pub mod decision;
 pub mod file;
+pub mod hedge;
 pub mod outcome;
+pub mod throttle;
 
 pub use backoff::{Backoff, BackoffKind, Jitter};
 pub use decision::{Decision, DenyReason, RetryContext, decide};
@@ -43,6 +45,15 @@ pub struct Policy {
     pub budget: Option<budget::BudgetSpec>,
     /// The circuit breaker (per client instance), if any.
     pub breaker: Option<breaker::BreakerSpec>,
+    /// Hedged requests instead of retries, if any.
+    pub hedging: Option<hedge::HedgeSpec>,
+    /// Adaptive client-side throttling before every attempt, if any.
+    pub throttle: Option<throttle::ThrottleSpec>,
+    /// A per-try timeout or the deadline cancels the attempt at the server.
+    pub cancel_on_timeout: bool,
+    /// A respected Retry-After is clamped to [backoff, backoff + this] (the
+    /// AWS SDKs: 5 s); `None` = the Retry-After as it is.
+    pub retry_after_clamp: Option<Nanos>,
 }
 
 impl Default for Policy {
@@ -61,6 +72,10 @@ impl Default for Policy {
             backoff: Backoff::default(),
             budget: None,
             breaker: None,
+            hedging: None,
+            throttle: None,
+            cancel_on_timeout: false,
+            retry_after_clamp: None,
         }
     }
 }
@@ -69,6 +84,17 @@ impl Policy {
     /// The worst-case time an intent can take under this policy, if bounded:
     /// the deadline, else attempts × per-try timeout plus the longest waits.
     pub fn retry_window(&self) -> Option<Nanos> {
+        if let Some(h) = &self.hedging {
+            // Hedges run side by side: the last copy starts after its delays.
+            return match (self.deadline, self.per_try_timeout, h.delay) {
+                (d, _, _) if d != NEVER => Some(d),
+                (_, t, _) if t == NEVER => None,
+                (_, t, hedge::HedgeDelay::Fixed(delay)) => {
+                    Some(t.saturating_add(delay.saturating_mul(h.max_attempts.saturating_sub(1) as u64)))
+                }
+                (_, t, hedge::HedgeDelay::Quantile(_)) => Some(t.saturating_mul(h.max_attempts as u64)),
+            };
+        }
         if self.deadline != NEVER {
             return Some(self.deadline);
         }

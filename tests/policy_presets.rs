@@ -15,18 +15,23 @@ const S: Nanos = 1_000 * MS;
 /// Every preset this test knows the source of. A new file under `policies/`
 /// fails `every_preset_is_listed` until it is added here (with its pins).
 const PRESETS: &[&str] = &[
+    "aws-adaptive",
     "aws-standard",
     "aws-standard-2026",
     "decorrelated-jitter",
     "envoy-default",
+    "envoy-hedge",
     "equal-jitter",
     "exponential-full-jitter",
     "exponential-no-jitter",
+    "finagle-backup-requests",
     "finagle-budget",
     "grpc-default",
+    "grpc-hedging",
     "immediate-retries",
     "no-retries",
     "sre-book",
+    "sre-throttle",
     "tuned-example",
 ];
 
@@ -161,6 +166,20 @@ fn every_preset_runs_in_a_small_experiment() {
             continue;
         }
         let (success, attempts) = run_preset(dir.path(), &path);
+        let policy = load_policy_file(&path).expect("loads");
+        if policy.hedging.as_ref().is_some_and(|h| !h.non_fatal.contains(retrysim::policy::Outcome::Status(503))) {
+            // It hedges slow answers and takes a 503 as the answer.
+            assert!(attempts >= 1.0, "{name}: attempts/intent {attempts}");
+            assert!((success - baseline).abs() < 0.03, "{name}: success {success} vs {baseline} without retries");
+            continue;
+        }
+        if matches!(policy.throttle.map(|t| t.kind), Some(retrysim::policy::throttle::ThrottleKind::Sre { .. })) {
+            // Each of the 20 clients judges its own 5 s of history (about 50
+            // requests): after its first failures the SRE formula refuses
+            // some attempts, whatever retries win back (docs/model.md).
+            assert!(attempts > 0.9, "{name}: attempts/intent {attempts}");
+            continue;
+        }
         // Every other preset retries 503: more attempts, and (the same
         // arrivals and fault draws, a service with spare capacity) more
         // successes than without retries.
@@ -339,4 +358,72 @@ fn the_original_presets_are_unchanged() {
     assert_eq!(full.backoff.base, 100 * MS);
     assert_eq!(full.backoff.cap, 5 * S);
     assert_eq!(full.retry_on, retry_on(&["connect_error", "timeout", "503"]));
+}
+
+#[test]
+fn grpc_hedging_is_a6_hedging_with_retry_throttling() {
+    use retrysim::policy::hedge::HedgeDelay;
+    let p = preset("grpc-hedging");
+    assert_eq!(p.max_attempts, 1, "a hedgingPolicy instead of a retryPolicy");
+    assert_eq!(p.per_try_timeout, NEVER, "gRPC has only the call's deadline");
+    let h = p.hedging.as_ref().expect("[hedging]");
+    assert_eq!((h.max_attempts, h.delay, h.cancel), (3, HedgeDelay::Fixed(100 * MS), true));
+    assert_eq!(h.non_fatal, retry_on(&["500", "503"]));
+    assert_eq!(budget(&p).kind, BudgetKind::TokenBucket { max_tokens: 10.0, token_ratio: 0.1 });
+}
+
+#[test]
+fn envoy_hedge_hedges_on_its_per_try_timeout_within_the_route_timeout() {
+    use retrysim::policy::hedge::HedgeDelay;
+    let p = preset("envoy-hedge");
+    let h = p.hedging.as_ref().expect("[hedging]");
+    assert_eq!(h.delay, HedgeDelay::Fixed(p.per_try_timeout), "Envoy hedges when the per-try timeout fires");
+    assert_eq!(h.max_attempts, 2, "num_retries 1 (Envoy's default): one hedge");
+    assert_eq!(p.deadline, 15 * S, "the default route timeout");
+    assert!(h.cancel);
+}
+
+#[test]
+fn aws_adaptive_is_standard_2026_with_the_cubic_rate_limiter() {
+    use retrysim::policy::throttle::ThrottleKind;
+    let p = preset("aws-adaptive");
+    let t = p.throttle.expect("[throttle]");
+    assert_eq!((t.kind, t.scope), (ThrottleKind::AwsAdaptive, BudgetScope::Client));
+    assert_eq!(p.backoff.base, 50 * MS);
+    assert_eq!(p.backoff.throttling_base, Some(S), "botocore throttling_base_scale 1");
+    assert_eq!(p.retry_after_clamp, Some(5 * S), "_RETRY_AFTER_MAX_ADDITIONAL = 5");
+    let standard = preset("aws-standard-2026");
+    let stripped = Policy {
+        name: standard.name.clone(),
+        throttle: None,
+        retry_after_clamp: None,
+        backoff: retrysim::policy::Backoff { throttling_base: None, ..p.backoff },
+        ..p
+    };
+    assert_eq!(stripped, standard, "everything else is aws-standard-2026");
+}
+
+#[test]
+fn sre_throttle_is_the_books_formula_on_the_books_retries() {
+    use retrysim::policy::throttle::ThrottleKind;
+    let p = preset("sre-throttle");
+    let t = p.throttle.expect("[throttle]");
+    assert_eq!(t.kind, ThrottleKind::Sre { k: 2.0, window: 120 * S }, "K = 2 over two minutes");
+    assert_eq!(t.scope, BudgetScope::Client);
+    let book = preset("sre-book");
+    assert_eq!(Policy { name: book.name.clone(), throttle: None, ..p }, book);
+}
+
+#[test]
+fn finagle_backup_requests_send_one_backup_at_the_p99_for_one_percent_extra_load() {
+    use retrysim::policy::hedge::HedgeDelay;
+    let p = preset("finagle-backup-requests");
+    let h = p.hedging.as_ref().expect("[hedging]");
+    assert_eq!(h.max_attempts, 2);
+    assert_eq!(h.max_extra_load, Some(0.01));
+    match h.delay {
+        HedgeDelay::Quantile(q) => assert!((q - (1.0 - 0.01)).abs() < 1e-12, "100 - 100 * maxExtraLoad: {q}"),
+        other => panic!("a learnt percentile, got {other:?}"),
+    }
+    assert!(h.cancel, "the loser is interrupted");
 }

@@ -66,7 +66,8 @@ pub fn estimate(s: &Scenario, trace: f64) -> Estimate {
         intents += n;
         instance_bytes += c.stateful_instances() as f64 * 160.0;
     }
-    let attempts: f64 = s.clients.iter().map(|c| c.policy.max_attempts as f64).fold(1.0, f64::max);
+    let copies = |p: &crate::policy::Policy| p.max_attempts.max(p.hedging.as_ref().map_or(1, |h| h.max_attempts));
+    let attempts: f64 = s.clients.iter().map(|c| copies(&c.policy) as f64).fold(1.0, f64::max);
     let hops = 1.0 + s.services.iter().map(|sv| sv.calls.len() as f64).sum::<f64>();
     let events = intents * hops * 5.0 * attempts.min(3.0);
     // The series ends when the last intent does: at most the drain limit,

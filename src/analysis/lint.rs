@@ -26,6 +26,7 @@ use graph::Graph;
 mod capacity;
 mod downstream;
 mod graph;
+mod hedging;
 mod hosts;
 mod layers;
 mod ledgers;
@@ -64,12 +65,17 @@ pub struct Rule {
 }
 
 /// Every rule, in the order of DESIGN §6, then capacity and timeouts,
-/// then hosts and caches.
-pub const RULES: [Rule; 19] = [
+/// then hosts and caches (`unsafe-hedge` sits beside `unsafe-retry`).
+pub const RULES: [Rule; 20] = [
     Rule {
         id: "unsafe-retry",
         severity: Severity::Error,
         checks: "a non-idempotent operation retried after unknown outcomes (timeout, reset, 500, 502, 504) without an idempotency key, or with a key the service does not check",
+    },
+    Rule {
+        id: "unsafe-hedge",
+        severity: Severity::Error,
+        checks: "a non-idempotent operation hedged without an idempotency key, or with a key the service does not check",
     },
     Rule {
         id: "layered-retries",
@@ -272,6 +278,7 @@ pub fn lint(s: &Scenario, src: &Sources) -> Report {
     let g = Graph::new(s, src);
     let mut findings = Vec::new();
     g.edge_rules(&mut findings);
+    g.hedge_rules(&mut findings);
     g.layered_retries(&mut findings);
     g.ledger_rules(&mut findings);
     g.downstream_effects(&mut findings);

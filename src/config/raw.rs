@@ -208,6 +208,14 @@ pub struct DistRaw {
     pub shape: Option<f64>,
     /// Only in a service's `service_time`: extra time per request in service.
     pub per_inflight: Option<String>,
+    /// pareto: the scale (the smallest value).
+    pub scale: Option<String>,
+    /// mixture: the parts, each a distribution with a `weight`.
+    pub parts: Option<Vec<DistRaw>>,
+    /// A mixture part's weight.
+    pub weight: Option<f64>,
+    /// empirical: the samples' file, relative to the experiment.
+    pub file: Option<String>,
 }
 
 /// `[[faults]]`.
@@ -251,6 +259,31 @@ pub struct PolicyRaw {
     pub backoff: Option<BackoffRaw>,
     pub budget: Option<BudgetRaw>,
     pub circuit_breaker: Option<BreakerRaw>,
+    pub hedging: Option<HedgingRaw>,
+    pub throttle: Option<ThrottleRaw>,
+    pub cancel_on_timeout: Option<bool>,
+    pub retry_after_clamp: Option<String>,
+}
+
+/// `[hedging]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HedgingRaw {
+    pub max_attempts: Option<i64>,
+    pub delay: Option<String>,
+    pub max_extra_load: Option<f64>,
+    pub non_fatal: Option<Vec<toml::Value>>,
+    pub cancel: Option<bool>,
+}
+
+/// `[throttle]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThrottleRaw {
+    pub kind: Option<String>,
+    pub k: Option<f64>,
+    pub window: Option<String>,
+    pub scope: Option<String>,
 }
 
 /// `[backoff]`.
@@ -263,6 +296,7 @@ pub struct BackoffRaw {
     pub multiplier: Option<f64>,
     pub jitter: Option<String>,
     pub jitter_ratio: Option<f64>,
+    pub throttling_base: Option<String>,
 }
 
 /// `[budget]`: every kind's fields; validation checks which belong.
@@ -289,6 +323,11 @@ pub struct BudgetRaw {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerRaw {
+    pub kind: Option<String>,
+    pub retries_only: Option<bool>,
+    pub consecutive_failures: Option<i64>,
+    pub slow_call_duration: Option<String>,
+    pub slow_call_ratio: Option<f64>,
     pub failure_ratio: Option<f64>,
     pub window: Option<String>,
     pub min_requests: Option<i64>,

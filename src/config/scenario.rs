@@ -101,12 +101,14 @@ impl ClientMode {
 }
 
 impl ClientSpec {
-    /// Instances that keep state of their own (per-instance budgets and
-    /// breakers, closed and burst clients); 0 when none does.
+    /// Instances that keep state of their own (per-instance budgets,
+    /// breakers and throttles, closed and burst clients); 0 when none does.
     pub fn stateful_instances(&self) -> u32 {
+        use crate::policy::budget::BudgetScope;
         let per_instance = self.policy.breaker.is_some()
             || !matches!(self.mode, ClientMode::Open(_))
-            || self.policy.budget.is_some_and(|b| b.scope == crate::policy::budget::BudgetScope::Client);
+            || self.policy.budget.is_some_and(|b| b.scope == BudgetScope::Client)
+            || self.policy.throttle.is_some_and(|t| t.scope == BudgetScope::Client);
         if per_instance { self.count } else { 0 }
     }
 }

@@ -3,6 +3,7 @@
 
 mod budget;
 mod calls;
+mod dist;
 mod faults;
 mod hosts;
 mod policy;
@@ -85,100 +86,6 @@ impl V<'_> {
             return Err(self.err(field, format!("\"{name}\" is not a valid name: use letters, digits, '_' and '-'")));
         }
         Ok(())
-    }
-
-    fn dist(&self, field: &str, d: &DistRaw) -> InputResult<Dist> {
-        if d.per_inflight.is_some() {
-            return Err(self.err(&format!("{field}.per_inflight"), "only used in a service's `service_time`"));
-        }
-        let secs = |sub: &str, v: &Option<String>| -> InputResult<Option<f64>> {
-            v.as_ref()
-                .map(|s| {
-                    parse_duration(s)
-                        .map(crate::engine::to_secs_f64)
-                        .map_err(|m| self.err(&format!("{field}.{sub}"), m))
-                })
-                .transpose()
-        };
-        let (value, mean, min, max, p99) = (
-            secs("value", &d.value)?,
-            secs("mean", &d.mean)?,
-            secs("min", &d.min)?,
-            secs("max", &d.max)?,
-            secs("p99", &d.p99)?,
-        );
-        let present = [
-            ("value", value.is_some()),
-            ("mean", mean.is_some()),
-            ("min", min.is_some()),
-            ("max", max.is_some()),
-            ("p99", p99.is_some()),
-            ("mu", d.mu.is_some()),
-            ("sigma", d.sigma.is_some()),
-            ("shape", d.shape.is_some()),
-        ];
-        let only = |allowed: &[&str]| -> InputResult<()> {
-            match first_extra(&present, allowed) {
-                Some(extra) => Err(self.err(
-                    &format!("{field}.{extra}"),
-                    format!("not a parameter of dist = \"{}\" (it takes {})", d.dist, allowed.join(", ")),
-                )),
-                None => Ok(()),
-            }
-        };
-        let need = |name: &str, v: Option<f64>| {
-            v.ok_or_else(|| self.err(field, format!("dist = \"{}\" needs `{name}`", d.dist)))
-        };
-        match d.dist.as_str() {
-            "const" => {
-                only(&["value"])?;
-                Ok(Dist::Const(crate::engine::from_secs_f64(need("value", value)?)))
-            }
-            "exp" => {
-                only(&["mean"])?;
-                let m = need("mean", mean)?;
-                if m <= 0.0 {
-                    return Err(self.err(&format!("{field}.mean"), "must be longer than 0"));
-                }
-                Ok(Dist::Exp { mean: m })
-            }
-            "uniform" => {
-                only(&["min", "max"])?;
-                let (lo, hi) = (need("min", min)?, need("max", max)?);
-                if hi < lo {
-                    return Err(self.err(&format!("{field}.max"), "must be at least `min`"));
-                }
-                Ok(Dist::Uniform { min: lo, max: hi })
-            }
-            "lognormal" => {
-                if d.mu.is_some() || d.sigma.is_some() {
-                    only(&["mu", "sigma"])?;
-                    let (mu, sigma) = (d.mu.unwrap_or(f64::NAN), d.sigma.unwrap_or(f64::NAN));
-                    if !(mu.is_finite() && sigma.is_finite() && sigma > 0.0) {
-                        return Err(self
-                            .err(field, "lognormal by mu + sigma needs both, finite, with sigma > 0 (of ln seconds)"));
-                    }
-                    Ok(Dist::LogNormal { mu, sigma })
-                } else {
-                    only(&["mean", "p99"])?;
-                    let (m, p) = (need("mean", mean)?, need("p99", p99)?);
-                    Dist::lognormal_from_mean_p99(m, p).map_err(|msg| self.err(field, msg))
-                }
-            }
-            "gamma" => {
-                only(&["mean", "shape"])?;
-                let m = need("mean", mean)?;
-                let k = d.shape.ok_or_else(|| self.err(field, "dist = \"gamma\" needs `shape`"))?;
-                if m <= 0.0 || !(k.is_finite() && k > 0.0) {
-                    return Err(self.err(field, "gamma needs mean > 0 and shape > 0"));
-                }
-                Ok(Dist::Gamma { shape: k, scale: m / k })
-            }
-            other => Err(self.err(
-                &format!("{field}.dist"),
-                format!("unknown distribution \"{other}\": allowed are const, exp, uniform, lognormal, gamma"),
-            )),
-        }
     }
 }
 
@@ -379,7 +286,7 @@ pub fn scenario(
             priority: hosts::priority(&v, c.priority.as_deref(), &f("priority"))?,
         };
         if spec.stateful_instances() > 1_000_000 {
-            return Err(v.err(&f("count"), format!("closed and burst clients, per-instance budgets (scope = \"client\") and circuit breakers keep state per instance: at most 1000000 instances, got {count}")));
+            return Err(v.err(&f("count"), format!("closed and burst clients, per-instance budgets and throttles (scope = \"client\") and circuit breakers keep state per instance: at most 1000000 instances, got {count}")));
         }
         let edge = edges.len();
         edges.push(EdgeSpec {

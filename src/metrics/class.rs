@@ -28,6 +28,14 @@ pub struct ClassCounters {
     pub wasted_ns: f64,
     /// When the last of them ended (its client had the result).
     pub last_end: Nanos,
+    /// Hedged copies sent for them (every edge), those of them answered
+    /// first by a hedge, and attempts a client-side throttle refused or
+    /// held back (every edge).
+    pub hedges: u64,
+    pub hedge_wins: u64,
+    pub throttled: u64,
+    /// Own service time of their executions that cancellation saved (ns).
+    pub cancelled_ns: f64,
 }
 
 impl ClassCounters {
@@ -47,6 +55,10 @@ impl ClassCounters {
             work_ns: 0.0,
             wasted_ns: 0.0,
             last_end: 0,
+            hedges: 0,
+            hedge_wins: 0,
+            throttled: 0,
+            cancelled_ns: 0.0,
         }
     }
 
@@ -78,6 +90,10 @@ impl ClassCounters {
         self.work_ns += other.work_ns;
         self.wasted_ns += other.wasted_ns;
         self.last_end = self.last_end.max(other.last_end);
+        self.hedges += other.hedges;
+        self.hedge_wins += other.hedge_wins;
+        self.throttled += other.throttled;
+        self.cancelled_ns += other.cancelled_ns;
     }
 
     /// Requests arriving at each service per intent (`None` without intents).
@@ -102,6 +118,13 @@ pub struct Context {
     pub burst_start: Option<Nanos>,
     /// Every client class counted here sends bursts.
     pub bursts_only: bool,
+    /// Some edge hedges / some client class counted here hedges its own
+    /// calls / some edge throttles / some policy cancels work (the metrics
+    /// of those mechanisms are `None` without them).
+    pub hedged: bool,
+    pub client_hedged: bool,
+    pub throttled: bool,
+    pub cancels: bool,
 }
 
 /// The headline metrics of `c` (every name of [`METRICS`]; those the
@@ -142,5 +165,10 @@ pub fn headline(c: &ClassCounters, x: &Context) -> MetricMap {
     put("lost_effects", Some(c.lost_effects as f64));
     put("outbox_events_per_intent", per_intent(c.events_sent as f64));
     put("deadline_overruns", x.deadlines.then_some(c.deadline_overruns as f64));
+    put("hedges_per_intent", if x.hedged { per_intent(c.hedges as f64) } else { None });
+    put("hedge_wins", if x.client_hedged { per_intent(c.hedge_wins as f64) } else { None });
+    put("throttled_per_intent", if x.throttled { per_intent(c.throttled as f64) } else { None });
+    let planned = c.work_ns + c.cancelled_ns;
+    put("cancelled_fraction", (x.cancels && planned > 0.0).then(|| c.cancelled_ns / planned));
     m
 }

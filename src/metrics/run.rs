@@ -175,6 +175,7 @@ impl RunCollector {
         let burst_start = |classes: &mut dyn Iterator<Item = &crate::config::ClientSpec>| {
             classes.filter_map(|c| if let ClientMode::Burst { at, .. } = c.mode { Some(at) } else { None }).min()
         };
+        let policies = || (0..s.edges.len()).map(|e| s.edge_policy(e));
         let context = Context {
             attempts: s.clients.iter().map(|c| self.edge_attempts[c.edge]).sum(),
             window_s,
@@ -182,6 +183,10 @@ impl RunCollector {
             deadlines: s.clients.iter().any(|c| c.policy.deadline != crate::engine::NEVER),
             burst_start: burst_start(&mut s.clients.iter()),
             bursts_only: s.clients.iter().all(|c| matches!(c.mode, ClientMode::Burst { .. })),
+            hedged: policies().any(|p| p.hedging.is_some()),
+            client_hedged: s.clients.iter().any(|c| c.policy.hedging.is_some()),
+            throttled: policies().any(|p| p.throttle.is_some()),
+            cancels: policies().any(|p| p.cancel_on_timeout || p.hedging.as_ref().is_some_and(|h| h.cancel)),
         };
         let clients = s
             .clients
@@ -194,6 +199,7 @@ impl RunCollector {
                     deadlines: spec.policy.deadline != crate::engine::NEVER,
                     burst_start: burst_start(&mut std::iter::once(spec)),
                     bursts_only: burst,
+                    client_hedged: spec.policy.hedging.is_some(),
                     ..context
                 };
                 ClientResult {

@@ -20,6 +20,10 @@ pub struct BinRow {
     pub busy_area: Vec<f64>,
     /// Per service: executions finished for callers that had given up.
     pub wasted: Vec<u64>,
+    /// Hedged copies sent (every edge).
+    pub hedges: u64,
+    /// Attempts a client-side throttle refused or held back (every edge).
+    pub throttled: u64,
 }
 
 /// Time series of one run.

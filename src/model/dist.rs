@@ -1,7 +1,12 @@
 //! Time distributions (service times, latencies) sampled from keyed draws.
 
+use crate::engine::random::hash_words;
 use crate::engine::{KeyedRandom, Nanos, from_secs_f64, to_secs_f64};
 use rand_distr::Distribution;
+use std::sync::Arc;
+
+/// The first word of a mixture part's key (after the part is picked).
+const MIXTURE_PART: u64 = 0x4D49_5854;
 
 /// The 0.99 quantile of the standard normal distribution.
 pub const Z99: f64 = 2.326_347_874_040_841;
@@ -19,6 +24,83 @@ pub enum Dist {
     LogNormal { mu: f64, sigma: f64 },
     /// Gamma with this shape and scale (seconds).
     Gamma { shape: f64, scale: f64 },
+    /// Pareto (type I): `scale * U^(-1/shape)` seconds, at least `scale`.
+    Pareto { scale: f64, shape: f64 },
+    /// One of several distributions, picked by weight for each draw.
+    Mixture(Arc<Mixture>),
+    /// Drawn from observed data.
+    Empirical(Arc<Empirical>),
+}
+
+/// The parts of a [`Dist::Mixture`]: cumulative weights (summing to 1) and
+/// distributions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mixture {
+    parts: Vec<(f64, Dist)>,
+}
+
+impl Mixture {
+    /// A mixture of `(weight, dist)` parts; weights are normalised to sum 1.
+    pub fn new(parts: Vec<(f64, Dist)>) -> Result<Mixture, String> {
+        let total: f64 = parts.iter().map(|(w, _)| *w).sum();
+        if parts.is_empty() || !(total.is_finite() && total > 0.0) || parts.iter().any(|(w, _)| w.is_nan() || *w < 0.0)
+        {
+            return Err("a mixture needs parts with non-negative weights that sum to more than 0".into());
+        }
+        let mut acc = 0.0;
+        let parts = parts
+            .into_iter()
+            .map(|(w, d)| {
+                acc += w / total;
+                (acc, d)
+            })
+            .collect();
+        Ok(Mixture { parts })
+    }
+
+    /// (weight, dist) of each part, weights normalised.
+    pub fn parts(&self) -> impl Iterator<Item = (f64, &Dist)> {
+        let mut prev = 0.0;
+        self.parts.iter().map(move |(c, d)| {
+            let w = c - prev;
+            prev = *c;
+            (w, d)
+        })
+    }
+}
+
+/// Observed durations: samples drawn uniformly, or a quantile table
+/// interpolated linearly (seconds).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Empirical {
+    /// Samples, sorted.
+    Samples(Vec<f64>),
+    /// (quantile, value) points from quantile 0 to 1, both increasing.
+    Quantiles(Vec<(f64, f64)>),
+}
+
+impl Empirical {
+    /// The value at quantile `q` (the inverse of the empirical CDF).
+    pub fn quantile(&self, q: f64) -> f64 {
+        match self {
+            Empirical::Samples(xs) => xs[((q * xs.len() as f64) as usize).min(xs.len() - 1)],
+            Empirical::Quantiles(points) => {
+                let i = points.partition_point(|(p, _)| *p < q).clamp(1, points.len() - 1);
+                let ((q0, v0), (q1, v1)) = (points[i - 1], points[i]);
+                if q1 <= q0 { v1 } else { v0 + (v1 - v0) * ((q - q0) / (q1 - q0)).clamp(0.0, 1.0) }
+            }
+        }
+    }
+
+    /// The mean, in seconds.
+    pub fn mean(&self) -> f64 {
+        match self {
+            Empirical::Samples(xs) => xs.iter().sum::<f64>() / xs.len() as f64,
+            Empirical::Quantiles(points) => {
+                points.windows(2).map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0).sum()
+            }
+        }
+    }
 }
 
 impl Dist {
@@ -50,6 +132,9 @@ impl Dist {
             Dist::Uniform { min, max } => (min + max) / 2.0,
             Dist::LogNormal { mu, sigma } => (mu + sigma * sigma / 2.0).exp(),
             Dist::Gamma { shape, scale } => shape * scale,
+            Dist::Pareto { scale, shape } => shape * scale / (shape - 1.0),
+            Dist::Mixture(ref m) => m.parts().map(|(w, d)| w * d.mean_secs()).sum(),
+            Dist::Empirical(ref e) => e.mean(),
         }
     }
 
@@ -79,10 +164,20 @@ impl Dist {
                     Err(_) => shape * scale,
                 }
             }
+            Dist::Pareto { scale, shape } => scale * random.unit(key).powf(-1.0 / shape),
+            Dist::Mixture(ref m) => {
+                let u = random.unit(key);
+                let i = m.parts.partition_point(|(c, _)| *c < u).min(m.parts.len() - 1);
+                return m.parts[i].1.sample(random, &[MIXTURE_PART, hash_words(i as u64, key)]);
+            }
+            Dist::Empirical(ref e) => e.quantile(random.unit(key)),
         };
         from_secs_f64(secs)
     }
 }
+
+#[cfg(test)]
+mod heavy_tail_tests;
 
 #[cfg(test)]
 mod tests {

@@ -17,6 +17,8 @@ use crate::metrics::{RunCollector, RunResult, TraceDecision, TraceRecord};
 use crate::policy::breaker::Breaker;
 use crate::policy::budget::{Budget, BudgetScope};
 use crate::policy::decision::attempt_timeout;
+use crate::policy::hedge::Hedger;
+use crate::policy::throttle::Throttle;
 use crate::policy::{Decision, DenyReason, Outcome, RetryContext, decide};
 use std::collections::{HashMap, VecDeque};
 
@@ -24,7 +26,9 @@ mod arrivals;
 mod balancer;
 mod cache;
 mod caller;
+mod cancel;
 mod downstream;
+mod hedging;
 mod idempotency;
 mod limiter;
 mod queueing;
@@ -48,6 +52,8 @@ mod purpose {
     pub const INSTANCE: u64 = 9;
     pub const THINK: u64 = 10;
     pub const RELAY_DELAY: u64 = 11;
+    /// The client-side throttle's draw for an attempt.
+    pub const THROTTLE: u64 = 13;
     /// Key derivation (not draws): child calls, relays, OCC rows.
     pub const CHILD: u64 = 20;
     pub const RELAY: u64 = 21;
@@ -102,6 +108,8 @@ enum Event {
     Sweep { service: u32 },
     /// A `cache_flush` fault empties its service's caches.
     Flush { fault: u32 },
+    /// A hedged call's delay for copy `copy` is over.
+    Hedge { call: Id, copy: u32 },
 }
 
 struct Intent {
@@ -168,6 +176,12 @@ struct Call {
     tried: u32,
     /// The cache key a successful answer fills, or [`NO_FILL`].
     fill: u32,
+    /// The copies of a hedged call (`None` for calls without hedging).
+    hedge: Option<Box<hedging::HedgeCall>>,
+    /// The throttle has granted the next attempt a token already (it waited for it).
+    admitted: bool,
+    /// How long the throttle held the current attempt back.
+    throttle_wait: Nanos,
 }
 
 /// One attempt of a call, from send until it leaves the system.
@@ -215,6 +229,15 @@ struct Request {
     version: u64,
     answer: Outcome,
     retry_after: Option<Nanos>,
+    /// Its service has answered it (the answer may be on its way back).
+    answered: bool,
+    /// Its caller cancelled it before it reached its service: dropped on arrival.
+    cancelled: bool,
+    /// Counted in its host's active requests (least_request, peak_ewma)
+    /// until its caller stops waiting for it.
+    active: bool,
+    /// When its own work started.
+    work_start: Nanos,
 }
 
 /// A service's plan: downstream call indices by phase.
@@ -301,6 +324,8 @@ struct ClientState {
     budgets: Vec<Budget>,
     /// Circuit breakers: one per instance, or none.
     breakers: Vec<Breaker>,
+    /// Client-side throttles: one per instance, one shared, or none.
+    throttles: Vec<Throttle>,
     /// Closed loop: intents started per instance.
     rounds: Vec<u32>,
 }
@@ -316,12 +341,21 @@ impl ClientState {
     fn breaker(&mut self, instance: u32) -> Option<&mut Breaker> {
         self.breakers.get_mut(instance as usize)
     }
+
+    /// The throttle of `instance` (or the shared one).
+    fn throttle(&mut self, instance: u32) -> Option<&mut Throttle> {
+        let i = if self.throttles.len() == 1 { 0 } else { instance as usize };
+        self.throttles.get_mut(i)
+    }
 }
 
-/// Budget and breaker of a service's downstream edge (shared by its workers).
+/// Budget, breaker and throttle of a service's downstream edge (shared by
+/// its workers), and the hedging state of any edge.
 struct EdgeState {
     budget: Option<Budget>,
     breaker: Option<Breaker>,
+    throttle: Option<Throttle>,
+    hedger: Option<Hedger>,
     /// Outbox edges with consumer dedup: the bit of their events in `Intent::applied`.
     dedup_slot: Option<u8>,
 }
@@ -397,12 +431,18 @@ impl<'s> World<'s> {
                     None => Vec::new(),
                     Some(b) => vec![Breaker::new(b); spec.count as usize],
                 };
+                let throttles = match spec.policy.throttle {
+                    None => Vec::new(),
+                    Some(t) if t.scope == BudgetScope::Shared => vec![Throttle::new(&t)],
+                    Some(t) => vec![Throttle::new(&t); spec.count as usize],
+                };
                 let closed = matches!(spec.mode, crate::config::ClientMode::Closed { .. });
                 ClientState {
                     arrivals: rng.stream(&[purpose::ARRIVAL, c as u64]),
                     next_seq: 0,
                     budgets,
                     breakers,
+                    throttles,
                     rounds: if closed { vec![0; spec.count as usize] } else { Vec::new() },
                 }
             })
@@ -479,8 +519,12 @@ impl<'s> World<'s> {
         let edges = s
             .edges
             .iter()
-            .map(|e| match e.caller {
-                Caller::Client(_) => EdgeState { budget: None, breaker: None, dedup_slot: None },
+            .enumerate()
+            .map(|(i, e)| (i, e, s.edge_policy(i).hedging.as_ref().map(Hedger::new)))
+            .map(|(_, e, hedger)| match e.caller {
+                Caller::Client(_) => {
+                    EdgeState { budget: None, breaker: None, throttle: None, hedger, dedup_slot: None }
+                }
                 Caller::Service { service, index } => {
                     let call = &s.services[service].calls[index];
                     let dedup_slot = (call.when == When::Outbox && call.dedup && next_slot < 32).then(|| {
@@ -490,6 +534,8 @@ impl<'s> World<'s> {
                     EdgeState {
                         budget: call.policy.budget.map(|b| Budget::new(b.kind)),
                         breaker: call.policy.breaker.map(Breaker::new),
+                        throttle: call.policy.throttle.as_ref().map(Throttle::new),
+                        hedger,
                         dedup_slot,
                     }
                 }
@@ -573,9 +619,14 @@ impl<'s> World<'s> {
                 Event::Speed { fault } => self.on_speed(fault as usize),
                 Event::Sweep { service } => self.on_sweep(service as usize),
                 Event::Flush { fault } => self.on_flush(fault as usize),
+                Event::Hedge { call, copy } => self.on_hedge(call, copy),
             }
         }
         let end = self.q.now().max(self.s.duration);
+        if self.requests.is_empty() {
+            // Every request has left: no host may still count one.
+            debug_assert!(self.hosts.iter().all(|h| h.active == 0 && h.admitted == 0 && h.busy == 0));
+        }
         self.close(end);
         for st in &self.services {
             for l in &st.ledgers {

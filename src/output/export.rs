@@ -16,6 +16,7 @@ use crate::policy::{BackoffKind, Jitter, Outcome, Policy};
 mod aws;
 mod envoy;
 mod grpc;
+mod hedging;
 
 pub use aws::to_aws;
 pub use envoy::to_envoy;

@@ -5,10 +5,15 @@ use crate::engine::to_secs_f64;
 
 /// One row per (variant, replication, bin), DESIGN §5 columns, then three
 /// columns per service, each service with replicas followed by its hosts
-/// (`api[0].queue_len`, …).
+/// (`api[0].queue_len`, …); then `hedges_per_s` and `throttled_per_s` when
+/// a variant hedges or throttles.
 pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let first = &set.variants[0].scenario;
+    let any = |f: &dyn Fn(&crate::policy::Policy) -> bool| {
+        set.variants.iter().any(|v| (0..v.scenario.edges.len()).any(|e| f(v.scenario.edge_policy(e))))
+    };
+    let (hedged, throttled) = (any(&|p| p.hedging.is_some()), any(&|p| p.throttle.is_some()));
     let mut header: Vec<String> = [
         "variant",
         "replication",
@@ -42,6 +47,12 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
                 format!("{name}[{r}].wasted_per_s"),
             ]);
         }
+    }
+    if hedged {
+        header.push("hedges_per_s".into());
+    }
+    if throttled {
+        header.push("throttled_per_s".into());
     }
     w.write_record(&header)?;
     for v in &set.variants {
@@ -88,6 +99,12 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
                         Some((k, workers)) => rec.extend(svc(k, workers)),
                         None => rec.extend([String::new(), String::new(), String::new()]),
                     }
+                }
+                if hedged {
+                    rec.push((row.hedges as f64 / bin_s).to_string());
+                }
+                if throttled {
+                    rec.push((row.throttled as f64 / bin_s).to_string());
                 }
                 w.write_record(&rec)?;
             }

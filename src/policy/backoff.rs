@@ -6,6 +6,7 @@
 //! `limit * U(1-r, 1+r)`. Decorrelated (AWS): `min(cap, U(base, prev*3))`
 //! with `prev` starting at `base`.
 
+use super::Outcome;
 use crate::engine::{NEVER, Nanos};
 
 /// How the wait limit grows with the retry number.
@@ -40,15 +41,34 @@ pub struct Backoff {
     pub cap: Nanos,
     pub multiplier: f64,
     pub jitter: Jitter,
+    /// The base after a throttling answer (429) when it differs (the AWS
+    /// SDKs since 2026: 1 s for throttling, 50 ms otherwise).
+    pub throttling_base: Option<Nanos>,
 }
 
 impl Default for Backoff {
     fn default() -> Self {
-        Self { kind: BackoffKind::None, base: 0, cap: NEVER, multiplier: 2.0, jitter: Jitter::None }
+        Self {
+            kind: BackoffKind::None,
+            base: 0,
+            cap: NEVER,
+            multiplier: 2.0,
+            jitter: Jitter::None,
+            throttling_base: None,
+        }
     }
 }
 
 impl Backoff {
+    /// The wait before retry `n` after `outcome`: [`Self::delay`] with
+    /// `throttling_base` as the base after a 429.
+    pub fn delay_after(&self, outcome: Outcome, n: u32, prev: Nanos, u: f64) -> Nanos {
+        match self.throttling_base {
+            Some(base) if outcome == Outcome::Status(429) => Backoff { base, ..*self }.delay(n, prev, u),
+            _ => self.delay(n, prev, u),
+        }
+    }
+
     /// The limit of the wait before retry `n` (n ≥ 1), before jitter.
     pub fn limit(&self, n: u32) -> Nanos {
         match self.kind {
@@ -81,8 +101,11 @@ impl Backoff {
         saturating_nanos(d)
     }
 
-    /// The longest wait retry `n` can draw.
+    /// The longest wait retry `n` can draw (after any outcome).
     pub fn max_delay(&self, n: u32) -> Nanos {
+        if let Some(base) = self.throttling_base.filter(|&b| b > self.base) {
+            return Backoff { base, throttling_base: None, ..*self }.max_delay(n);
+        }
         match (self.kind, self.jitter) {
             (BackoffKind::Decorrelated, _) => self.cap,
             (_, Jitter::Proportional(r)) => saturating_nanos(self.limit(n) as f64 * (1.0 + r)),
@@ -117,7 +140,14 @@ mod tests {
     const MS: Nanos = 1_000_000;
 
     fn expo(jitter: Jitter) -> Backoff {
-        Backoff { kind: BackoffKind::Exponential, base: 100 * MS, cap: 1000 * MS, multiplier: 2.0, jitter }
+        Backoff {
+            kind: BackoffKind::Exponential,
+            base: 100 * MS,
+            cap: 1000 * MS,
+            multiplier: 2.0,
+            jitter,
+            throttling_base: None,
+        }
     }
 
     #[test]
@@ -201,6 +231,7 @@ mod sequence_tests {
             cap: 1000 * MS,
             multiplier: 2.0,
             jitter,
+            throttling_base: None,
         };
         let limits = [100.0, 200.0, 400.0, 800.0, 1000.0, 1000.0];
         let round = |x: f64| (x * 1000.0).round() / 1000.0;
@@ -224,5 +255,23 @@ mod sequence_tests {
         assert_eq!(sequence(&dec), expected);
         // Golden: the generator is fixed, so this sequence never changes.
         assert_eq!(sequence(&expo(Jitter::Full)), vec![62.277, 19.446, 119.43, 92.949, 830.578, 552.421]);
+    }
+
+    #[test]
+    fn throttling_answers_use_their_own_base_as_the_aws_sdks_do() {
+        // AWS 2026: t_i = rand * min(base_scale * 2^(i-1), 20 s), base 1 s after
+        // throttling, 50 ms otherwise.
+        let b = Backoff {
+            kind: BackoffKind::Exponential,
+            base: 50 * MS,
+            cap: 20_000 * MS,
+            multiplier: 2.0,
+            jitter: Jitter::Full,
+            throttling_base: Some(1000 * MS),
+        };
+        assert_eq!(b.delay_after(Outcome::Status(503), 3, 0, 0.5), 100 * MS);
+        assert_eq!(b.delay_after(Outcome::Status(429), 3, 0, 0.5), 2000 * MS);
+        assert_eq!(b.delay_after(Outcome::Status(429), 6, 0, 0.5), 10_000 * MS, "capped at 20 s");
+        assert_eq!(b.max_delay(2), 2000 * MS, "the larger base bounds every wait");
     }
 }

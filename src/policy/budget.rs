@@ -149,6 +149,18 @@ impl Budget {
         }
     }
 
+    /// An attempt was given up without an outcome (a hedged copy that lost
+    /// the race): only the concurrency budget's count of active requests
+    /// changes.
+    pub fn on_cancel(&mut self, retry: bool) {
+        if let BudgetKind::Concurrency { .. } = self.kind {
+            self.active = self.active.saturating_sub(1);
+            if retry {
+                self.active_retries = self.active_retries.saturating_sub(1);
+            }
+        }
+    }
+
     /// An attempt ended with `outcome`. `retryable`: the outcome is in the
     /// policy's `retry_on`. `refund`: what [`Self::spend_retry`] cost for
     /// this attempt (0 for a first attempt).

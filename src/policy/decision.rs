@@ -21,11 +21,13 @@ pub enum DenyReason {
     Deadline,
     /// The retry budget refused.
     Budget,
+    /// The client-side throttle refused the attempt locally.
+    Throttled,
 }
 
 impl DenyReason {
     /// Every reason, in decision order.
-    pub const ALL: [DenyReason; 7] = [
+    pub const ALL: [DenyReason; 8] = [
         DenyReason::NotRetryable,
         DenyReason::Unsafe,
         DenyReason::Attempts,
@@ -33,6 +35,7 @@ impl DenyReason {
         DenyReason::RetryAfterTooLong,
         DenyReason::Deadline,
         DenyReason::Budget,
+        DenyReason::Throttled,
     ];
 
     /// The name used in traces and tables.
@@ -45,6 +48,7 @@ impl DenyReason {
             DenyReason::RetryAfterTooLong => "retry_after_too_long",
             DenyReason::Deadline => "deadline",
             DenyReason::Budget => "budget",
+            DenyReason::Throttled => "throttled",
         }
     }
 }
@@ -113,7 +117,11 @@ pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
             if ra > limit {
                 return Decision::Deny(DenyReason::RetryAfterTooLong);
             }
-            ra
+            match policy.retry_after_clamp {
+                // The AWS SDKs: max(backoff, min(retry_after, backoff + clamp)).
+                Some(extra) => ctx.backoff_wait.max(ra.min(ctx.backoff_wait.saturating_add(extra))),
+                None => ra,
+            }
         }
         None => ctx.backoff_wait,
     };
@@ -212,6 +220,20 @@ mod tests {
         assert_eq!(decide(&unlimited, &c), Decision::Retry { wait: 2000 * MS });
         let capped = Policy { max_retry_after: Some(1500 * MS), deadline: NEVER, ..policy() };
         assert_eq!(decide(&capped, &c), Decision::Deny(DenyReason::RetryAfterTooLong));
+    }
+
+    #[test]
+    fn retry_after_is_clamped_around_the_backoff_as_the_aws_sdks_do() {
+        let p = Policy { retry_after_clamp: Some(5000 * MS), deadline: NEVER, ..policy() };
+        let c = |ra: Nanos| RetryContext {
+            retry_after: Some(ra * MS),
+            deadline_at: NEVER,
+            backoff_wait: 300 * MS,
+            ..ctx(Outcome::Status(503))
+        };
+        assert_eq!(decide(&p, &c(100)), Decision::Retry { wait: 300 * MS }, "never below the backoff");
+        assert_eq!(decide(&p, &c(2000)), Decision::Retry { wait: 2000 * MS });
+        assert_eq!(decide(&p, &c(60_000)), Decision::Retry { wait: 5300 * MS }, "at most backoff + 5 s");
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Writes a [`Policy`] as a policy file (DESIGN §2) that `run` and the SDK
 //! load as is: every field explicit, durations with units.
 
+use super::breaker::BreakerKind;
 use super::budget::{BudgetKind, BudgetScope};
-use super::{BackoffKind, Jitter, Policy};
+use super::hedge::HedgeDelay;
+use super::throttle::ThrottleKind;
+use super::{BackoffKind, Jitter, Policy, RetryOn};
 use crate::engine::{NEVER, Nanos};
 use std::fmt::Write as _;
 
@@ -28,6 +31,22 @@ fn float(x: f64) -> String {
     if s.contains('.') || s.contains('e') || s.contains("inf") || s.contains("NaN") { s } else { format!("{s}.0") }
 }
 
+/// A set of outcomes as a TOML array's items: `"connect_error", "503"`.
+fn outcomes(set: &RetryOn) -> String {
+    let mut on: Vec<String> = Vec::new();
+    if set.connect_error {
+        on.push("\"connect_error\"".into());
+    }
+    if set.timeout {
+        on.push("\"timeout\"".into());
+    }
+    if set.reset {
+        on.push("\"reset\"".into());
+    }
+    on.extend(set.statuses.iter().map(|s| format!("\"{s}\"")));
+    on.join(", ")
+}
+
 /// The policy as TOML (without a header comment).
 pub fn to_toml(p: &Policy) -> String {
     let mut out = String::new();
@@ -42,22 +61,17 @@ pub fn to_toml(p: &Policy) -> String {
     if p.min_attempt_time > 0 {
         let _ = writeln!(out, "min_attempt_time = \"{}\"", duration(p.min_attempt_time));
     }
-    let mut on: Vec<String> = Vec::new();
-    if p.retry_on.connect_error {
-        on.push("\"connect_error\"".into());
-    }
-    if p.retry_on.timeout {
-        on.push("\"timeout\"".into());
-    }
-    if p.retry_on.reset {
-        on.push("\"reset\"".into());
-    }
-    on.extend(p.retry_on.statuses.iter().map(|s| format!("\"{s}\"")));
-    let _ = writeln!(out, "retry_on = [{}]", on.join(", "));
+    let _ = writeln!(out, "retry_on = [{}]", outcomes(&p.retry_on));
     let _ = writeln!(out, "retry_unknown_without_key = {}", p.retry_unknown_without_key);
     let _ = writeln!(out, "respect_retry_after = {}", p.respect_retry_after);
     if let Some(m) = p.max_retry_after {
         let _ = writeln!(out, "max_retry_after = \"{}\"", duration(m));
+    }
+    if let Some(c) = p.retry_after_clamp {
+        let _ = writeln!(out, "retry_after_clamp = \"{}\"", duration(c));
+    }
+    if p.cancel_on_timeout {
+        let _ = writeln!(out, "cancel_on_timeout = true");
     }
     let b = &p.backoff;
     out.push_str("\n[backoff]\n");
@@ -74,6 +88,9 @@ pub fn to_toml(p: &Policy) -> String {
             let _ = writeln!(out, "cap = \"{}\"", duration(b.cap));
         }
         let _ = writeln!(out, "multiplier = {}", float(b.multiplier));
+        if let Some(t) = b.throttling_base {
+            let _ = writeln!(out, "throttling_base = \"{}\"", duration(t));
+        }
     }
     let jitter = match b.jitter {
         Jitter::None => "none".to_string(),
@@ -132,15 +149,56 @@ pub fn to_toml(p: &Policy) -> String {
     }
     if let Some(c) = &p.breaker {
         out.push_str("\n[circuit_breaker]\n");
-        let _ = writeln!(
-            out,
-            "failure_ratio = {}\nwindow = \"{}\"\nmin_requests = {}\nopen_for = \"{}\"\nhalf_open_probes = {}",
-            float(c.failure_ratio),
-            duration(c.window),
-            c.min_requests,
-            duration(c.open_for),
-            c.half_open_probes
-        );
+        match c.kind {
+            BreakerKind::FailureRatio => {}
+            BreakerKind::Consecutive { failures } => {
+                let _ = writeln!(out, "kind = \"consecutive\"\nconsecutive_failures = {failures}");
+            }
+            BreakerKind::SlowCall { duration: d, ratio } => {
+                let _ = writeln!(
+                    out,
+                    "kind = \"slow_call\"\nslow_call_duration = \"{}\"\nslow_call_ratio = {}",
+                    duration(d),
+                    float(ratio)
+                );
+            }
+        }
+        if c.retries_only {
+            let _ = writeln!(out, "retries_only = true");
+        }
+        if let Some(r) = c.failure_ratio {
+            let _ = writeln!(out, "failure_ratio = {}", float(r));
+        }
+        if !matches!(c.kind, BreakerKind::Consecutive { .. }) {
+            let _ = writeln!(out, "window = \"{}\"\nmin_requests = {}", duration(c.window), c.min_requests);
+        }
+        let _ = writeln!(out, "open_for = \"{}\"\nhalf_open_probes = {}", duration(c.open_for), c.half_open_probes);
+    }
+    if let Some(h) = &p.hedging {
+        out.push_str("\n[hedging]\n");
+        let delay = match h.delay {
+            HedgeDelay::Fixed(d) => duration(d),
+            HedgeDelay::Quantile(q) => format!("p{}", (q * 100.0 * 1e9).round() / 1e9),
+        };
+        let _ = writeln!(out, "max_attempts = {}\ndelay = \"{delay}\"", h.max_attempts);
+        if let Some(x) = h.max_extra_load {
+            let _ = writeln!(out, "max_extra_load = {}", float(x));
+        }
+        let _ = writeln!(out, "non_fatal = [{}]\ncancel = {}", outcomes(&h.non_fatal), h.cancel);
+    }
+    if let Some(t) = &p.throttle {
+        out.push_str("\n[throttle]\n");
+        match t.kind {
+            ThrottleKind::Sre { k, window } => {
+                let _ = writeln!(out, "kind = \"sre\"\nk = {}\nwindow = \"{}\"", float(k), duration(window));
+            }
+            ThrottleKind::AwsAdaptive => out.push_str("kind = \"aws_adaptive\"\n"),
+        }
+        let scope = match t.scope {
+            BudgetScope::Client => "client",
+            BudgetScope::Shared => "shared",
+        };
+        let _ = writeln!(out, "scope = \"{scope}\"");
     }
     out
 }

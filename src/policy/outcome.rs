@@ -99,6 +99,11 @@ impl RetryOn {
         set
     }
 
+    /// The empty set.
+    pub fn none() -> Self {
+        Self::from_entries(&[])
+    }
+
     /// Whether `outcome` is retryable under this set.
     pub fn contains(&self, outcome: Outcome) -> bool {
         match outcome {

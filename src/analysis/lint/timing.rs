@@ -102,6 +102,10 @@ pub(super) fn quantile(d: &Dist, q: f64) -> Nanos {
         Dist::Gamma { shape, scale } => statrs::distribution::Gamma::new(shape, 1.0 / scale)
             .map(|g| g.inverse_cdf(q))
             .unwrap_or(shape * scale * 5.0),
+        Dist::Pareto { scale, shape } => scale * (1.0 - q).powf(-1.0 / shape),
+        // An upper bound: at the largest part quantile every part's CDF is at least q.
+        Dist::Mixture(ref m) => return m.parts().map(|(_, p)| quantile(p, q)).max().unwrap_or(0),
+        Dist::Empirical(ref e) => e.quantile(q),
     };
     from_secs_f64(secs.max(0.0))
 }

@@ -111,7 +111,7 @@ impl World<'_> {
             self.m.classes[c].intents += 1;
         }
         self.m.series.at(now).offered += 1;
-        if self.clients[c].breaker(instance).is_some_and(|b| !b.allows(now)) {
+        if self.clients[c].breaker(instance).is_some_and(|b| !b.allows_first(now)) {
             // An open breaker fails the intent fast, without sending anything.
             self.finish(intent, false, "breaker_open (failed fast)".into());
         } else {
@@ -134,6 +134,9 @@ impl World<'_> {
                 retry_cost: 0.0,
                 tried: 0,
                 fill: NO_FILL,
+                hedge: None,
+                admitted: false,
+                throttle_wait: 0,
             });
             self.send(call);
         }

@@ -147,6 +147,16 @@ impl World<'_> {
         first + replica
     }
 
+    /// Attempt `id` is no longer active at its host: answered, timed out,
+    /// cancelled, or gone from the system.
+    pub(super) fn release_active(&mut self, id: Id) {
+        if let Some(r) = self.requests.get_mut(id)
+            && std::mem::take(&mut r.active)
+        {
+            self.hosts[r.host as usize].active -= 1;
+        }
+    }
+
     /// The caller is done waiting for attempt `id` after `rtt` with
     /// `outcome`: the balancer's view of its host is updated.
     pub(super) fn host_observed(&mut self, id: Id, rtt: Nanos, outcome: Outcome) {
@@ -156,8 +166,8 @@ impl World<'_> {
         if self.s.services[svc].hosts.replicas == 1 {
             return;
         }
+        self.release_active(id);
         let host = &mut self.hosts[h];
-        host.active -= 1;
         if self.s.services[svc].hosts.balancer == Balancer::PeakEwma {
             host.ewma.update(now, rtt as f64);
         }

@@ -1,34 +1,43 @@
 //! The caller's side of every edge: sending attempts, timeouts, answers,
-//! and the retry decision with budgets and breakers.
+//! and the retry decision with budgets, breakers and client-side throttles.
 
 use super::*;
+use crate::metrics::TraceNote;
+use crate::policy::throttle::Admission;
 
 /// Who a call's budget and breaker belong to: the client instance for a
 /// client's call, the edge for a service's call or a relay.
 #[derive(Clone, Copy)]
-struct Guard {
-    owner: Owner,
-    edge: usize,
+pub(super) struct Guard {
+    pub(super) owner: Owner,
+    pub(super) edge: usize,
     client: usize,
     instance: u32,
 }
 
 impl World<'_> {
-    fn budget_of(&mut self, g: Guard) -> Option<&mut Budget> {
+    pub(super) fn budget_of(&mut self, g: Guard) -> Option<&mut Budget> {
         match g.owner {
             Owner::Client => self.clients[g.client].budget(g.instance),
             _ => self.edges[g.edge].budget.as_mut(),
         }
     }
 
-    fn breaker_of(&mut self, g: Guard) -> Option<&mut Breaker> {
+    pub(super) fn breaker_of(&mut self, g: Guard) -> Option<&mut Breaker> {
         match g.owner {
             Owner::Client => self.clients[g.client].breaker(g.instance),
             _ => self.edges[g.edge].breaker.as_mut(),
         }
     }
 
-    fn guard(&self, call: &Call) -> Guard {
+    pub(super) fn throttle_of(&mut self, g: Guard) -> Option<&mut Throttle> {
+        match g.owner {
+            Owner::Client => self.clients[g.client].throttle(g.instance),
+            _ => self.edges[g.edge].throttle.as_mut(),
+        }
+    }
+
+    pub(super) fn guard(&self, call: &Call) -> Guard {
         let it = self.intents.get(call.intent).expect("a call's intent is live");
         Guard { owner: call.owner, edge: call.edge as usize, client: it.client as usize, instance: it.instance }
     }
@@ -40,15 +49,93 @@ impl World<'_> {
         };
         let g = Guard { owner, edge, client: it.client as usize, instance: it.instance };
         let now = self.q.now();
-        self.breaker_of(g).is_none_or(|b| b.allows(now))
+        self.breaker_of(g).is_none_or(|b| b.allows_first(now))
     }
 
-    /// Sends the next attempt of a call on its edge.
+    /// Sends the next attempt of a call on its edge, once its client-side
+    /// throttle (if any) lets it.
     pub(super) fn send(&mut self, id: Id) {
-        let now = self.q.now();
-        let Some(call) = self.calls.get_mut(id) else {
+        let s = self.s;
+        let Some(call) = self.calls.get(id) else {
             return;
         };
+        let policy = s.edge_policy(call.edge as usize);
+        if policy.throttle.is_some() && !self.admit(id) {
+            return;
+        }
+        let req = self.transmit(id);
+        if policy.hedging.is_some() {
+            self.start_hedging(id, req);
+        } else {
+            self.calls.get_mut(id).expect("live").current = Some(req);
+        }
+    }
+
+    /// Asks the call's throttle (its policy has one) whether its next
+    /// attempt may go now. A refused attempt ends the call; one that must
+    /// wait for a token is sent when the wait is over.
+    fn admit(&mut self, id: Id) -> bool {
+        let now = self.q.now();
+        let call = self.calls.get_mut(id).expect("live call");
+        if std::mem::take(&mut call.admitted) {
+            return true;
+        }
+        call.throttle_wait = 0;
+        let call = self.calls.get(id).expect("live call");
+        let g = self.guard(call);
+        let deadline_at = call.deadline_at;
+        let class = self.intents.get(call.intent).filter(|it| it.in_window).map(|it| it.client as usize);
+        let min_attempt_time = self.s.edge_policy(g.edge).min_attempt_time;
+        let u = self.rng.unit(&[purpose::THROTTLE, call.key, call.attempts as u64 + 1]);
+        let Some(t) = self.throttle_of(g) else {
+            return true;
+        };
+        let note = match t.admit(now, u) {
+            Admission::Send => return true,
+            Admission::Refuse { p } => TraceNote::Refused { p: Some(p) },
+            Admission::Wait(wait) => {
+                if deadline_at == NEVER || now.saturating_add(wait).saturating_add(min_attempt_time) < deadline_at {
+                    if let Some(c) = class {
+                        self.m.classes[c].throttled += 1;
+                    }
+                    self.m.series.at(now).throttled += 1;
+                    let call = self.calls.get_mut(id).expect("live call");
+                    call.admitted = true;
+                    call.throttle_wait = wait;
+                    self.q.schedule_in(wait, Event::Retry { call: id });
+                    return false;
+                }
+                // The token would come too late for the deadline: give it back.
+                t.release();
+                TraceNote::Refused { p: None }
+            }
+        };
+        if let Some(c) = class {
+            self.m.classes[c].throttled += 1;
+        }
+        self.m.series.at(now).throttled += 1;
+        self.refuse(id, note);
+        false
+    }
+
+    /// The throttle refused a call's next attempt: the call ends with the
+    /// previous attempt's outcome (503 for a first attempt).
+    fn refuse(&mut self, id: Id, note: TraceNote) {
+        let call = self.calls.get(id).expect("live call");
+        let (last, retry) = (call.last_outcome, call.attempts > 0);
+        let outcome = last.unwrap_or(Outcome::Status(503));
+        self.trace_note(id, call.attempts + 1, self.q.now(), note, TraceDecision::Deny(DenyReason::Throttled));
+        if retry && self.intents.get(self.calls.get(id).expect("live").intent).is_some_and(|it| it.in_window) {
+            *self.m.denials.entry(DenyReason::Throttled).or_insert(0) += 1;
+        }
+        let label = if retry { format!("{outcome} (throttled)") } else { "throttled".into() };
+        self.call_finished(id, outcome, label);
+    }
+
+    /// Sends one attempt (or one copy of a hedged call) and returns its request.
+    pub(super) fn transmit(&mut self, id: Id) -> Id {
+        let now = self.q.now();
+        let call = self.calls.get_mut(id).expect("live call");
         call.attempts += 1;
         call.sent_at = now;
         let call = self.calls.get(id).expect("live");
@@ -92,9 +179,12 @@ impl World<'_> {
             version: 0,
             answer: Outcome::Ok,
             retry_after: None,
+            answered: false,
+            cancelled: false,
+            work_start: 0,
+            active: false,
         });
         let intent = call.intent;
-        self.calls.get_mut(id).expect("live").current = Some(req);
         let it = self.intents.get_mut(intent).expect("live intent");
         it.outstanding += 1;
         if it.in_window {
@@ -102,6 +192,7 @@ impl World<'_> {
         }
         if let Some(slot) = self.hosts[host].slot {
             self.hosts[host].active += 1;
+            self.requests.get_mut(req).expect("live").active = true;
             if it.in_window {
                 self.m.host_sent[slot as usize - self.s.services.len()] += 1;
             }
@@ -135,7 +226,7 @@ impl World<'_> {
                 FaultKind::Partition { edge: cut } if *cut == edge => {
                     // The request vanishes on the way: its caller will time out.
                     self.requests.get_mut(req).expect("live").lost = true;
-                    return;
+                    return req;
                 }
                 _ => {}
             }
@@ -145,6 +236,7 @@ impl World<'_> {
         } else {
             self.q.schedule_in(lat, Event::Reach { req });
         }
+        req
     }
 
     pub(super) fn on_reply(&mut self, id: Id) {
@@ -161,7 +253,11 @@ impl World<'_> {
             }
             self.host_observed(id, rtt, outcome);
         }
-        if self.calls.get(call).is_some_and(|c| c.current == Some(id)) {
+        let (hedged, current) =
+            self.calls.get(call).map_or((false, false), |c| (c.hedge.is_some(), c.current == Some(id)));
+        if hedged {
+            self.on_copy_outcome(call, id, outcome);
+        } else if current {
             self.calls.get_mut(call).expect("live").current = None;
             self.on_outcome(call, outcome, retry_after);
         }
@@ -173,13 +269,22 @@ impl World<'_> {
             return;
         };
         let (call, lost) = (req.call, req.lost);
-        if self.calls.get(call).is_some_and(|c| c.current == Some(id)) {
-            if self.hosts[req.host as usize].slot.is_some() {
+        let host = req.host as usize;
+        let (hedged, current) =
+            self.calls.get(call).map_or((false, false), |c| (c.hedge.is_some(), c.current == Some(id)));
+        if hedged {
+            self.on_copy_expired(call, id);
+        } else if current {
+            if self.hosts[host].slot.is_some() {
                 let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.sent_at));
                 self.host_observed(id, rtt, Outcome::Timeout);
             }
             self.requests.get_mut(id).expect("live").abandoned = true;
             self.calls.get_mut(call).expect("live").current = None;
+            if self.s.edge_policy(self.calls.get(call).expect("live").edge as usize).cancel_on_timeout {
+                // The stream is reset: the service drops the work.
+                self.cancel_request(id);
+            }
             self.on_outcome(call, Outcome::Timeout, None);
         }
         if lost {
@@ -195,6 +300,7 @@ impl World<'_> {
         let policy = self.s.edge_policy(g.edge);
         let retryable = policy.retry_on.contains(outcome);
         let (retry, refund) = (call.attempts > 1, call.retry_cost);
+        let latency = now.saturating_sub(call.sent_at);
         let budget_grants = match self.budget_of(g) {
             Some(b) => {
                 b.on_outcome(outcome, retry, retryable, refund);
@@ -204,11 +310,14 @@ impl World<'_> {
         };
         let breaker_closed = match self.breaker_of(g) {
             Some(b) => {
-                b.on_outcome(now, outcome);
+                b.on_outcome(now, outcome, latency);
                 b.allows(now)
             }
             None => true,
         };
+        if let Some(t) = self.throttle_of(g) {
+            t.on_outcome(now, outcome);
+        }
         if outcome == Outcome::Ok {
             self.trace(id, outcome, TraceDecision::Done);
             self.call_finished(id, Outcome::Ok, String::new());
@@ -224,7 +333,7 @@ impl World<'_> {
             now,
             deadline_at: call.deadline_at,
             retry_after,
-            backoff_wait: policy.backoff.delay(call.attempts, call.prev_wait, u),
+            backoff_wait: policy.backoff.delay_after(outcome, call.attempts, call.prev_wait, u),
             breaker_closed,
             budget_grants,
         };

@@ -121,6 +121,9 @@ impl World<'_> {
             retry_cost: 0.0,
             tried: 0,
             fill,
+            hedge: None,
+            admitted: false,
+            throttle_wait: 0,
         };
         let call = self.calls.insert(call);
         self.send(call);
@@ -187,6 +190,9 @@ impl World<'_> {
                 retry_cost: 0.0,
                 tried: 0,
                 fill: NO_FILL,
+                hedge: None,
+                admitted: false,
+                throttle_wait: 0,
             });
             let delay = call.relay_delay.sample(&self.rng, &[purpose::RELAY_DELAY, key]);
             self.q.schedule_in(delay, Event::Retry { call: relay });

@@ -154,6 +154,15 @@ impl World<'_> {
         true
     }
 
+    /// An admitted request was cancelled: its place under the limit is
+    /// free again, and it is no sample.
+    pub(super) fn limit_ignore(&mut self, id: Id) {
+        let r = self.requests.get_mut(id).expect("live");
+        if std::mem::take(&mut r.admitted) {
+            self.hosts[r.host as usize].admitted -= 1;
+        }
+    }
+
     /// An admitted request leaves its host with `outcome`: one sample.
     /// A 5xx answer is a drop; other failures (4xx) are not sampled.
     pub(super) fn limit_sample(&mut self, id: Id, outcome: Outcome) {

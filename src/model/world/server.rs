@@ -10,14 +10,19 @@ impl World<'_> {
         let Some(req) = self.requests.get(id) else {
             return;
         };
-        let (svc, h, rkey) = (req.service as usize, req.host as usize, req.rkey);
+        let (svc, h, rkey, intent) = (req.service as usize, req.host as usize, req.rkey, req.intent);
+        if req.cancelled {
+            // Its caller cancelled it on the way.
+            self.leave(id);
+            return;
+        }
         if now < self.hosts[h].down_until {
             // The host is down after a crash: the connection is refused.
             self.reply(id, Outcome::ConnectError, None);
             return;
         }
         self.m.reached(svc, now);
-        if let Some(it) = self.intents.get(req.intent).filter(|it| it.in_window) {
+        if let Some(it) = self.intents.get(intent).filter(|it| it.in_window) {
             self.m.classes[it.client as usize].service_arrivals[svc] += 1;
             if let Some(slot) = self.hosts[h].slot {
                 self.m.host_arrivals[slot as usize - self.s.services.len()] += 1;
@@ -138,6 +143,7 @@ impl World<'_> {
         let version = self.services[svc].versions.get(row as usize).copied().unwrap_or(0);
         let r = self.requests.get_mut(id).expect("live");
         r.demand = demand;
+        r.work_start = self.q.now();
         r.executed = true;
         r.row = row;
         r.version = version;
@@ -250,6 +256,7 @@ impl World<'_> {
         let r = self.requests.get_mut(id).expect("live");
         r.answer = outcome;
         r.retry_after = retry_after;
+        r.answered = true;
         if matches!(self.s.edges[edge].latency, crate::model::Dist::Const(_)) {
             self.q.schedule_fixed(lat, Event::Reply { req: id });
         } else {

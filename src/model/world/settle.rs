@@ -2,6 +2,17 @@
 //! once every request and relay of the intent has left.
 
 use super::*;
+use crate::metrics::TraceNote;
+
+/// What the trace says of one attempt besides its outcome and decision.
+pub(super) struct TracedAttempt {
+    pub(super) attempt: u32,
+    pub(super) sent: Nanos,
+    pub(super) wait: Nanos,
+    pub(super) trigger: Option<Outcome>,
+    pub(super) copy: Option<u32>,
+    pub(super) note: Option<TraceNote>,
+}
 
 impl World<'_> {
     /// A request leaves the system: its intent may now be settled.
@@ -9,6 +20,9 @@ impl World<'_> {
         let Some(req) = self.requests.remove(id) else {
             return;
         };
+        if req.active {
+            self.hosts[req.host as usize].active -= 1;
+        }
         if let Some(it) = self.intents.get_mut(req.intent) {
             it.outstanding -= 1;
         }
@@ -27,11 +41,40 @@ impl World<'_> {
     /// Records the current attempt of a call of a traced intent.
     pub(super) fn trace(&mut self, id: Id, outcome: Outcome, decision: TraceDecision) {
         let call = self.calls.get(id).expect("live call");
+        let attempt = TracedAttempt {
+            attempt: call.attempts,
+            sent: call.sent_at,
+            wait: if call.attempts > 1 { call.prev_wait } else { 0 },
+            trigger: call.last_outcome,
+            copy: None,
+            note: (call.throttle_wait > 0).then_some(TraceNote::Delayed { wait: call.throttle_wait }),
+        };
+        self.push_trace(id, attempt, outcome, decision);
+    }
+
+    /// Records attempt number `attempt` of a call that was never sent (the
+    /// throttle refused it at `at`).
+    pub(super) fn trace_note(&mut self, id: Id, attempt: u32, at: Nanos, note: TraceNote, decision: TraceDecision) {
+        let call = self.calls.get(id).expect("live call");
+        let traced = TracedAttempt {
+            attempt,
+            sent: at,
+            wait: if attempt > 1 { call.prev_wait } else { 0 },
+            trigger: call.last_outcome,
+            copy: None,
+            note: Some(note),
+        };
+        self.push_trace(id, traced, Outcome::Status(503), decision);
+    }
+
+    /// Records one attempt of a call of a traced intent.
+    pub(super) fn push_trace(&mut self, id: Id, a: TracedAttempt, outcome: Outcome, decision: TraceDecision) {
+        let call = self.calls.get(id).expect("live call");
         let it = self.intents.get(call.intent).expect("live intent");
         if !it.traced {
             return;
         }
-        let remaining_deadline = (call.deadline_at != NEVER).then(|| call.deadline_at.saturating_sub(call.sent_at));
+        let remaining_deadline = (call.deadline_at != NEVER).then(|| call.deadline_at.saturating_sub(a.sent));
         let budget = match call.owner {
             Owner::Client => {
                 let (client, instance) = (it.client as usize, it.instance);
@@ -43,14 +86,16 @@ impl World<'_> {
             client: it.client,
             intent: it.seq,
             edge: call.edge,
-            attempt: call.attempts,
-            sent: call.sent_at,
-            wait: if call.attempts > 1 { call.prev_wait } else { 0 },
-            trigger: call.last_outcome,
+            attempt: a.attempt,
+            sent: a.sent,
+            wait: a.wait,
+            trigger: a.trigger,
             remaining_deadline,
             outcome,
             decision,
             budget,
+            copy: a.copy,
+            note: a.note,
         };
         self.m.trace.push(record);
     }

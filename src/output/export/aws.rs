@@ -37,8 +37,9 @@ pub fn to_aws(p: &Policy) -> Exported {
     if new_2026 {
         t.push_str("# The 2026 retry behaviour (retry cost 14, 50ms base, x-amz-retry-after) needs AWS_NEW_RETRIES_2026=true in the environment.\n");
     }
+    let mode = super::hedging::aws_mode(p, &mut x, new_2026);
     t.push_str("[default]\n");
-    t.push_str("retry_mode = standard\n");
+    t.push_str(&format!("retry_mode = {mode}\n"));
     t.push_str(&format!("max_attempts = {}\n", p.max_attempts));
 
     if retries {
@@ -88,10 +89,13 @@ pub fn to_aws(p: &Policy) -> Exported {
                 "true: standard mode waits its own backoff; only the 2026 update honours x-amz-retry-after (and clamps it to at most 5s above the backoff)",
             );
         } else if p.respect_retry_after {
-            x.lose(
-                "respect_retry_after",
-                "true: the 2026 SDKs clamp x-amz-retry-after to at most 5s above the computed backoff",
-            );
+            // retry_after_clamp = 5s says what the 2026 SDKs do.
+            if p.retry_after_clamp != Some(5_000_000_000) {
+                x.lose(
+                    "respect_retry_after",
+                    "true: the 2026 SDKs clamp x-amz-retry-after to at most 5s above the computed backoff",
+                );
+            }
         } else if new_2026 {
             x.lose("respect_retry_after", "false: the 2026 SDKs honour x-amz-retry-after");
         }
@@ -145,10 +149,17 @@ pub fn to_aws(p: &Policy) -> Exported {
     if p.breaker.is_some() {
         x.lose("circuit_breaker", "the SDKs have no circuit breaker");
     }
-    x.notes.push(
-        "retry_mode = standard: adaptive adds a client-side send-rate limiter that the policy does not describe; legacy differs per SDK"
-            .into(),
-    );
+    if mode == "adaptive" {
+        x.notes.push(
+            "retry_mode = adaptive: standard mode's retries and quota plus the CUBIC send-rate token bucket the policy's [throttle] describes; botocore marks it experimental"
+                .into(),
+        );
+    } else {
+        x.notes.push(
+            "retry_mode = standard: adaptive adds a client-side send-rate limiter that the policy does not describe; legacy differs per SDK"
+                .into(),
+        );
+    }
     x.text = t;
     x
 }

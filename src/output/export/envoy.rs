@@ -11,8 +11,11 @@ const ENVOY_MIN_INTERVAL: Nanos = 1_000_000;
 /// budget, a cluster `circuit_breakers`) YAML fragment.
 pub fn to_envoy(p: &Policy) -> Exported {
     let mut x = Exported::new();
+    let hedge = super::hedging::envoy_hedge(p, &mut x);
     let r = &p.retry_on;
-    let per_try = p.per_try_timeout != NEVER && p.per_try_timeout < p.deadline;
+    // A hedged policy's per-try timeout is its hedging delay, and a per-try
+    // timeout must be retriable for Envoy to hedge on it.
+    let per_try = hedge.is_some() || (p.per_try_timeout != NEVER && p.per_try_timeout < p.deadline);
     let retries = p.max_attempts > 1;
 
     // retry_on conditions.
@@ -20,7 +23,7 @@ pub fn to_envoy(p: &Policy) -> Exported {
     if r.connect_error {
         conditions.push("connect-failure");
     }
-    let timeout_retried = r.timeout && per_try;
+    let timeout_retried = (r.timeout || hedge.is_some()) && per_try;
     if r.reset || timeout_retried {
         conditions.push("reset");
         let also_timeouts = r.reset && !r.timeout && per_try;
@@ -69,9 +72,10 @@ pub fn to_envoy(p: &Policy) -> Exported {
     }
     y.push_str("retry_policy:\n");
     y.push_str(&format!("  retry_on: \"{}\"\n", conditions.join(",")));
-    y.push_str(&format!("  num_retries: {}\n", p.max_attempts - 1));
-    if p.per_try_timeout != NEVER {
-        y.push_str(&format!("  per_try_timeout: \"{}\"\n", proto_duration(p.per_try_timeout)));
+    let (per_try_timeout, num_retries) = hedge.unwrap_or((p.per_try_timeout, p.max_attempts - 1));
+    y.push_str(&format!("  num_retries: {num_retries}\n"));
+    if per_try_timeout != NEVER {
+        y.push_str(&format!("  per_try_timeout: \"{}\"\n", proto_duration(per_try_timeout)));
     }
     if !r.statuses.is_empty() {
         let list: Vec<String> = r.statuses.iter().map(u16::to_string).collect();
@@ -121,6 +125,7 @@ pub fn to_envoy(p: &Policy) -> Exported {
     if b.kind != BackoffKind::None && b.base < ENVOY_MIN_INTERVAL && retries {
         x.lose("backoff.base", format!("{}: Envoy rounds base_interval up to 1ms", human(b.base)));
     }
+    let hedge_policy = if hedge.is_some() { super::hedging::envoy_hedge_policy() } else { String::new() };
     y.push_str("  retry_back_off:\n");
     y.push_str(&format!("    base_interval: \"{}\"\n", proto_duration(base)));
     y.push_str(&format!("    max_interval: \"{}\"\n", proto_duration(max.max(base))));
@@ -168,6 +173,8 @@ pub fn to_envoy(p: &Policy) -> Exported {
         );
     }
 
+    y.push_str(&hedge_policy);
+
     // Budget (only retries need one).
     match p.budget.filter(|_| retries) {
         Some(bs) => match bs.kind {
@@ -208,6 +215,9 @@ pub fn to_envoy(p: &Policy) -> Exported {
             "circuit_breaker",
             "Envoy has no failure-ratio breaker per client: outlier detection ejects single hosts, and its circuit_breakers limit concurrency",
         );
+    }
+    if let Some(filter) = super::hedging::envoy_filters(p, &mut x) {
+        y.push_str(&filter);
     }
     x.text = y;
     x

@@ -44,6 +44,8 @@ struct MethodConfig {
     timeout: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     retry_policy: Option<GrpcRetryPolicy>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hedging_policy: Option<super::hedging::GrpcHedgingPolicy>,
 }
 
 #[derive(Serialize)]
@@ -159,9 +161,10 @@ pub fn to_grpc(p: &Policy) -> Exported {
             "retry_on",
             "no entry maps to a gRPC status code: no retryPolicy exported (it needs a non-empty retryableStatusCodes)",
         );
-    } else {
+    } else if p.hedging.is_none() {
         x.notes.push("max_attempts = 1: no retryPolicy (gRPC requires maxAttempts of at least 2)".into());
     }
+    let hedging_policy = super::hedging::grpc_hedging(p, &mut x);
 
     if retries && policy.is_some() {
         if !fivexx.is_empty() {
@@ -244,8 +247,8 @@ pub fn to_grpc(p: &Policy) -> Exported {
     }
 
     let mut throttling = None;
-    // A budget only matters for retries.
-    match p.budget.filter(|_| retries) {
+    // A budget only matters for retries (and hedges, which retryThrottling limits too).
+    match p.budget.filter(|_| retries || hedging_policy.is_some()) {
         None => {}
         Some(b) => {
             match b.kind {
@@ -288,9 +291,15 @@ pub fn to_grpc(p: &Policy) -> Exported {
     if p.breaker.is_some() {
         x.lose("circuit_breaker", "gRPC has no circuit breaker in its service config");
     }
+    super::hedging::grpc_losses(p, &mut x);
 
     let config = ServiceConfig {
-        method_config: vec![MethodConfig { name: vec![BTreeMap::new()], timeout, retry_policy: policy }],
+        method_config: vec![MethodConfig {
+            name: vec![BTreeMap::new()],
+            timeout,
+            retry_policy: policy,
+            hedging_policy,
+        }],
         retry_throttling: throttling,
     };
     x.text = serde_json::to_string_pretty(&config).expect("a service config serializes") + "\n";
