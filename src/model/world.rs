@@ -205,6 +205,8 @@ struct ServiceState {
     down_until: Nanos,
     /// Crashes so far (a record write from before a crash is lost).
     epoch: u32,
+    /// [`World::fill_workers`] is serving the queue (further up the stack).
+    filling: bool,
 }
 
 /// A non-atomic ledger's record write in flight.
@@ -346,6 +348,7 @@ impl<'s> World<'s> {
                     waiters: HashMap::new(),
                     down_until: 0,
                     epoch: 0,
+                    filling: false,
                 }
             })
             .collect();
