@@ -140,7 +140,7 @@ pub struct RunArgs {
     /// The most replications --precision may run per variant.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub max_replications: u32,
-    /// Run even when the estimated memory exceeds what is available.
+    /// Run even when the estimate exceeds the available memory or an hour of CPU time.
     #[arg(long)]
     pub force: bool,
     /// Run only this variant (repeatable).

@@ -97,8 +97,27 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     }
     let options =
         RunOptions { trace_fraction: if args.trace.is_some() { args.trace_sample } else { 0.0 }, lean: false };
-    let runs: u64 = exp.variants.iter().map(|v| v.replications as u64).sum();
-    crate::analysis::estimate::check_fits("run", &exp.variants, options, jobs, runs, args.force)?;
+    // --precision may add replications up to --max-replications per variant.
+    let most = |v: &crate::config::Scenario| match args.precision {
+        Some(_) => v.replications.max(args.max_replications) as u64,
+        None => v.replications as u64,
+    };
+    let runs: u64 = exp.variants.iter().map(most).sum();
+    crate::analysis::estimate::Workload {
+        command: "run",
+        runs: exp.variants.iter().map(|v| (v, most(v))).collect(),
+        options,
+        jobs,
+        keeps_results: true,
+        extra_bytes: 0.0,
+        memory_knobs: if options.trace_fraction > 0.0 {
+            "fewer --jobs, replications or variants (--variant), a smaller --trace-sample"
+        } else {
+            "fewer --jobs, replications or variants (--variant)"
+        },
+        time_knobs: "fewer replications or variants (--variant)",
+    }
+    .check(args.force)?;
     let bar = progress_bar(runs, args.exp.quiet);
     let (set, precision) = match args.precision {
         None => (run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?, None),

@@ -39,7 +39,7 @@ pub struct SweepArgs {
     /// Sweep only this variant (repeatable).
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Run even when the estimated memory exceeds what is available.
+    /// Run even when the estimate exceeds the available memory or an hour of CPU time.
     #[arg(long)]
     pub force: bool,
 }
@@ -125,20 +125,22 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     let options = RunOptions::metrics_only();
     // Before building and loading the points: the base experiment's runs times the points.
     let mine_count = shard_size(size, shard);
-    let base_runs: u64 = base
-        .variants
-        .iter()
-        .filter(|v| args.variants.is_empty() || args.variants.contains(&v.variant))
-        .map(|v| v.replications as u64)
-        .sum();
-    crate::analysis::estimate::check_fits(
-        "sweep",
-        &base.variants,
+    crate::analysis::estimate::Workload {
+        command: "sweep",
+        runs: base
+            .variants
+            .iter()
+            .filter(|v| args.variants.is_empty() || args.variants.contains(&v.variant))
+            .map(|v| (v, v.replications as u64 * mine_count))
+            .collect(),
         options,
-        args.sim.jobs.unwrap_or(0),
-        base_runs * mine_count,
-        args.force,
-    )?;
+        jobs: args.sim.jobs.unwrap_or(0),
+        keeps_results: true,
+        extra_bytes: 0.0,
+        memory_knobs: "fewer --jobs, replications, variants or sweep points",
+        time_knobs: "fewer replications, variants or sweep points",
+    }
+    .check(args.force)?;
     let points = grid(&params);
     // Load every point of this shard (each may fail on a bad value).
     let mut scenarios: Vec<Scenario> = Vec::new();
