@@ -8,6 +8,7 @@
 
 pub mod overrides;
 pub mod raw;
+pub mod read;
 pub mod scenario;
 pub mod units;
 pub mod validate;
@@ -47,8 +48,8 @@ type Origins = BTreeMap<String, String>;
 /// directory), and validates every variant.
 pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> {
     let file = path.display().to_string();
-    let source = std::fs::read_to_string(path)
-        .map_err(|e| InputError::file(&file, format!("cannot read the experiment file: {e}")))?;
+    let source =
+        read::read_input(path).map_err(|e| InputError::file(&file, format!("cannot read the experiment file: {e}")))?;
     let mut doc: Table = source.parse().map_err(|e| InputError::file(&file, format!("not valid TOML: {e}")))?;
     let exp_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut inputs = vec![path.to_path_buf()];
@@ -143,8 +144,8 @@ pub fn load_policy_file(path: &Path) -> InputResult<Policy> {
 /// Reads a policy file: its table (with `name` filled from the file stem)
 /// and the validated policy. Errors name the policy file.
 fn read_policy(path: &Path, shown: &str) -> InputResult<(Table, Policy)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::file(shown, format!("cannot read the policy file: {e}")))?;
+    let text =
+        read::read_input(path).map_err(|e| InputError::file(shown, format!("cannot read the policy file: {e}")))?;
     let mut table: Table = text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {e}")))?;
     if !table.contains_key("name") {
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "policy".into());

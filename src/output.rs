@@ -10,5 +10,5 @@ pub mod table;
 pub mod timeseries;
 pub mod trace;
 
-pub use files::write_atomic;
+pub use files::{check_outputs, write_atomic, write_streamed};
 pub use summary::{VariantSummary, summarize_runs, summary_json};

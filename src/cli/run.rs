@@ -10,6 +10,9 @@ use crate::output::{self, summarize_runs, summary_json, write_atomic};
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// The files `run` writes into its output folder (besides the charts).
+const OUTPUTS: [&str; 5] = ["summary.json", "experiment.toml", "summary.csv", "timeseries.csv", "faults.csv"];
+
 /// The default output folder: `out/<experiment-stem>/`.
 pub fn default_out(experiment: &std::path::Path) -> PathBuf {
     let stem = experiment.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "experiment".into());
@@ -118,6 +121,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         time_knobs: "fewer replications or variants (--variant)",
     }
     .check(args.force)?;
+    let out = args.sim.out.clone().unwrap_or_else(|| default_out(&exp.path));
+    // Every output against every input, before anything is simulated or written.
+    let mut outputs: Vec<PathBuf> = OUTPUTS.iter().map(|name| out.join(name)).collect();
+    outputs.extend(args.trace.clone());
+    output::check_outputs(&outputs, &exp.inputs)?;
+    if !args.sim.no_plots {
+        output::files::check_chart_folder(&out, &exp.inputs)?;
+    }
     let bar = progress_bar(runs, args.exp.quiet);
     let (set, precision) = match args.precision {
         None => (run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?, None),
@@ -159,7 +170,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     };
     output::summary::compare_to_baseline(&mut summaries, baseline);
 
-    let out = args.sim.out.clone().unwrap_or_else(|| default_out(&exp.path));
     let json = serde_json::to_string_pretty(&summary_json(&exp, &set, &summaries))? + "\n";
     let csv = output::table::render_csv(&summaries)?;
     write_atomic(&out.join("summary.json"), json.as_bytes(), &exp.inputs)?;
@@ -173,7 +183,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         crate::charts::run_charts(&out, &out)?;
     }
     if let Some(path) = &args.trace {
-        write_atomic(path, &output::trace::render_trace(&set)?, &exp.inputs)?;
+        output::write_streamed(path, &exp.inputs, |w| output::trace::write_trace(&set, w))?;
     }
 
     let replications = set.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);

@@ -141,6 +141,11 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         time_knobs: "fewer replications, variants or sweep points",
     }
     .check(args.force)?;
+    let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&base.path).join("sweep"));
+    crate::output::check_outputs(&[out.join("sweep.json"), out.join("sweep.csv")], &base.inputs)?;
+    if !args.sim.no_plots && shard.is_none() {
+        crate::output::files::check_chart_folder(&out, &base.inputs)?;
+    }
     let points = grid(&params);
     // Load every point of this shard (each may fail on a bad value).
     let mut scenarios: Vec<Scenario> = Vec::new();
@@ -218,7 +223,6 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         });
     }
     doc.compute_knees();
-    let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&base.path).join("sweep"));
     write_atomic(&out.join("sweep.json"), doc.to_json()?.as_bytes(), &base.inputs)?;
     write_atomic(&out.join("sweep.csv"), doc.to_csv()?.as_bytes(), &base.inputs)?;
     if !args.sim.no_plots && doc.shard.is_none() {
@@ -252,7 +256,8 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     for dir in &args.dirs {
         let path = if dir.is_file() { dir.clone() } else { dir.join("sweep.json") };
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| InputError::file(&shown, format!("cannot read: {e}")))?;
+        let text = crate::config::read::read_text(&path, crate::config::read::MAX_DATA_BYTES)
+            .map_err(|e| InputError::file(&shown, format!("cannot read: {e}")))?;
         let doc: SweepDoc =
             serde_json::from_str(&text).map_err(|e| InputError::file(&shown, format!("not a sweep.json: {e}")))?;
         if doc.schema != SWEEP_SCHEMA {
@@ -260,8 +265,9 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         }
         docs.push((dir.display().to_string(), doc));
     }
-    let merged = merge(docs).map_err(|m| InputError::file("retrysim merge", m))?;
     let inputs: Vec<PathBuf> = args.dirs.iter().map(|d| d.join("sweep.json")).collect();
+    crate::output::check_outputs(&[args.out.join("sweep.json"), args.out.join("sweep.csv")], &inputs)?;
+    let merged = merge(docs).map_err(|m| InputError::file("retrysim merge", m))?;
     write_atomic(&args.out.join("sweep.json"), merged.to_json()?.as_bytes(), &inputs)?;
     write_atomic(&args.out.join("sweep.csv"), merged.to_csv()?.as_bytes(), &inputs)?;
     if !args.no_plots {

@@ -33,7 +33,8 @@ pub struct TuneArgs {
     /// give the full replications only to the better half, round by round.
     #[arg(long)]
     pub halving: bool,
-    /// Run even when the estimated memory exceeds what is available.
+    /// Run even when the estimate exceeds the available memory or an hour of
+    /// CPU time, and emit over an existing file that tune did not write.
     #[arg(long)]
     pub force: bool,
 }
@@ -101,6 +102,34 @@ fn pareto_chart(evals: &[Evaluated], best: &Evaluated, stem: &std::path::Path) -
     save(&chart, &dir, &name)
 }
 
+/// The first line of every policy file `tune` writes.
+const EMITTED: &str = "# Tuned by `retrysim tune ";
+
+/// Refuses to emit over a file a scenario reads (always), or over an
+/// existing file that is not a policy `tune` wrote (unless `force`).
+fn check_emit(emit: &std::path::Path, inputs: &[PathBuf], force: bool) -> anyhow::Result<()> {
+    let shown = format!("--emit {}", emit.display());
+    crate::output::check_outputs(&[emit.to_path_buf()], inputs).map_err(|e| {
+        let why = if e.to_string().contains("input file") {
+            " (the tune experiment, one of its scenarios or a policy they load): choose another path"
+        } else {
+            ""
+        };
+        InputError::file(&shown, format!("{e:#}{why}"))
+    })?;
+    if emit.is_file() {
+        let text = crate::config::read::read_input(emit).unwrap_or_default();
+        if !text.starts_with(EMITTED) && !force {
+            return Err(InputError::file(
+                shown,
+                "the file exists and is not a policy written by `retrysim tune` (its first line would start with \"# Tuned by `retrysim tune\"): choose another path, or --force to replace it",
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Runs the `tune` command.
 pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     let mut sets = args.exp.sets.clone();
@@ -117,6 +146,16 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
+    // The emitted file, checked before the search against every file any
+    // scenario reads and against files this command did not write.
+    let emit = args.emit.clone().unwrap_or_else(|| {
+        args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&exp.path)).join("tuned-policy.toml")
+    });
+    let mut inputs = exp.inputs.clone();
+    for path in &spec.scenarios {
+        inputs.extend(load_experiment(path, &sets)?.inputs);
+    }
+    check_emit(&emit, &inputs, args.force)?;
     if args.candidates == 0 {
         return Err(InputError::file("--candidates", "must be at least 1").into());
     }
@@ -223,13 +262,10 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     win_sets.extend(overrides(&spec, &best.choice));
     let won = load_experiment(&exp.path, &win_sets)?;
     let mut policy = policy_at(&won.variants[0], &spec.edge).expect("checked above").clone();
-    let emit = args.emit.clone().unwrap_or_else(|| {
-        args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&exp.path)).join("tuned-policy.toml")
-    });
     // Named after its file, as the presets are.
     policy.name = emit.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tuned-policy".into());
     let mut file = String::new();
-    let _ = writeln!(file, "# Tuned by `retrysim tune {}` for {}.", exp.path.display(), spec.edge);
+    let _ = writeln!(file, "{EMITTED}{}` for {}.", exp.path.display(), spec.edge);
     let scen: Vec<String> = spec.scenarios.iter().map(|p| p.display().to_string()).collect();
     let _ = writeln!(file, "# Scenarios (judged on the worst): {}", scen.join(", "));
     let _ = writeln!(
@@ -250,7 +286,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     );
     let _ = writeln!(file, "# Chosen values: {}\n", best.overrides.join(" "));
     file.push_str(&crate::policy::file::to_toml(&policy));
-    crate::output::write_atomic(&emit, file.as_bytes(), &exp.inputs)?;
+    crate::output::write_atomic(&emit, file.as_bytes(), &inputs)?;
     if !args.sim.no_plots {
         // Charts go to the output folder, never beside a policy in policies/.
         let dir = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&exp.path));
