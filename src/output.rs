@@ -3,6 +3,7 @@
 
 pub mod export;
 pub mod files;
+pub mod manifest;
 pub mod report;
 pub mod summary;
 pub mod sweep;

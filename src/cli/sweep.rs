@@ -9,6 +9,7 @@ use crate::config::{Scenario, load_experiment};
 use crate::engine::random::hash_words;
 use crate::error::InputError;
 use crate::model::RunOptions;
+use crate::output::manifest::{self, MANIFEST, Manifest};
 use crate::output::summarize_runs;
 use crate::output::sweep::{
     MetricDoc, PointDoc, SWEEP_SCHEMA, ShardInfo, SweepDoc, SweepExperiment, VariantPoint, merge,
@@ -142,7 +143,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     }
     .check(args.force)?;
     let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&base.path).join("sweep"));
-    crate::output::check_outputs(&[out.join("sweep.json"), out.join("sweep.csv")], &base.inputs)?;
+    crate::output::check_outputs(&[out.join("sweep.json"), out.join("sweep.csv"), out.join(MANIFEST)], &base.inputs)?;
     if !args.sim.no_plots && shard.is_none() {
         crate::output::files::check_chart_folder(&out, &base.inputs)?;
     }
@@ -223,8 +224,14 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         });
     }
     doc.compute_knees();
-    write_atomic(&out.join("sweep.json"), doc.to_json()?.as_bytes(), &base.inputs)?;
-    write_atomic(&out.join("sweep.csv"), doc.to_csv()?.as_bytes(), &base.inputs)?;
+    let (json, csv) = (doc.to_json()?, doc.to_csv()?);
+    write_atomic(&out.join("sweep.json"), json.as_bytes(), &base.inputs)?;
+    write_atomic(&out.join("sweep.csv"), csv.as_bytes(), &base.inputs)?;
+    if doc.shard.is_some() {
+        // What `merge` verifies: the shard's own files, as written, and this version.
+        let record = Manifest::of(&[("sweep.json", json.as_bytes()), ("sweep.csv", csv.as_bytes())]);
+        write_atomic(&out.join(MANIFEST), record.to_json().as_bytes(), &base.inputs)?;
+    }
     if !args.sim.no_plots && doc.shard.is_none() {
         crate::charts::sweep_charts(&out, &out)?;
     }
@@ -253,11 +260,16 @@ fn print_doc(doc: &SweepDoc, format: Format) -> anyhow::Result<()> {
 /// Runs the `merge` command.
 pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     let mut docs = Vec::new();
+    let mut inputs: Vec<PathBuf> = Vec::new();
     for dir in &args.dirs {
-        let path = if dir.is_file() { dir.clone() } else { dir.join("sweep.json") };
+        // A shard's folder, or its sweep.json.
+        let folder = if dir.is_file() { dir.parent().map(PathBuf::from).unwrap_or_default() } else { dir.clone() };
+        let path = folder.join("sweep.json");
         let shown = path.display().to_string();
-        let text = crate::config::read::read_text(&path, crate::config::read::MAX_DATA_BYTES)
-            .map_err(|e| InputError::file(&shown, format!("cannot read: {e}")))?;
+        inputs.extend([path.clone(), folder.join("sweep.csv"), folder.join(MANIFEST)]);
+        // The shard's files must be as it wrote them (checksums in shard.json).
+        let bytes = manifest::verify(&folder, "sweep.json")?;
+        let text = String::from_utf8(bytes).map_err(|_| InputError::file(&shown, "not UTF-8 text"))?;
         let doc: SweepDoc =
             serde_json::from_str(&text).map_err(|e| InputError::file(&shown, format!("not a sweep.json: {e}")))?;
         if doc.schema != SWEEP_SCHEMA {
@@ -265,7 +277,6 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         }
         docs.push((dir.display().to_string(), doc));
     }
-    let inputs: Vec<PathBuf> = args.dirs.iter().map(|d| d.join("sweep.json")).collect();
     crate::output::check_outputs(&[args.out.join("sweep.json"), args.out.join("sweep.csv")], &inputs)?;
     let merged = merge(docs).map_err(|m| InputError::file("retrysim merge", m))?;
     write_atomic(&args.out.join("sweep.json"), merged.to_json()?.as_bytes(), &inputs)?;
