@@ -127,9 +127,9 @@ pub struct RunArgs {
     /// Write every attempt as JSON Lines to FILE (why it was made, what followed).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// Trace only this deterministic fraction of intents (0 < F <= 1).
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
-    pub trace_sample: f64,
+    /// Trace only this deterministic fraction of intents (0 < F <= 1) [default: 1; needs --trace].
+    #[arg(long, value_name = "F")]
+    pub trace_sample: Option<f64>,
     /// Compare every variant with this one [default: the first].
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,

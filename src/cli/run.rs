@@ -53,6 +53,16 @@ fn precision_line(p: Option<&(f64, crate::analysis::precision::PrecisionOutcome)
     }
 }
 
+/// Refuses a `--variant` given twice.
+pub fn unique_variants(variants: &[String]) -> Result<(), InputError> {
+    for (i, v) in variants.iter().enumerate() {
+        if variants[..i].contains(v) {
+            return Err(InputError::file(format!("--variant {v}"), "given twice: name each variant once"));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the `run` command.
 pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let mut sets = args.exp.sets.clone();
@@ -65,6 +75,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         }
         sets.push(format!("experiment.replications={r}"));
     }
+    unique_variants(&args.variants)?;
+    if args.trace.is_none()
+        && let Some(f) = args.trace_sample
+    {
+        return Err(InputError::file(
+            format!("--trace-sample {f}"),
+            "samples the trace, but there is no --trace FILE to write it to",
+        )
+        .into());
+    }
+    let trace_sample = args.trace_sample.unwrap_or(1.0);
     let mut exp = load_experiment(&args.exp.experiment, &sets)?;
     if !args.variants.is_empty() {
         let names: Vec<String> = exp.variants.iter().map(|v| v.variant.clone()).collect();
@@ -91,15 +112,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     }
     let jobs = args.sim.jobs.unwrap_or(0);
     let started = Instant::now();
-    if !(args.trace_sample > 0.0 && args.trace_sample <= 1.0) {
-        return Err(InputError::file(
-            "--trace-sample",
-            format!("must be a fraction in (0, 1], got {}", args.trace_sample),
-        )
-        .into());
+    if !(trace_sample > 0.0 && trace_sample <= 1.0) {
+        return Err(
+            InputError::file("--trace-sample", format!("must be a fraction in (0, 1], got {trace_sample}")).into()
+        );
     }
-    let options =
-        RunOptions { trace_fraction: if args.trace.is_some() { args.trace_sample } else { 0.0 }, lean: false };
+    let options = RunOptions { trace_fraction: if args.trace.is_some() { trace_sample } else { 0.0 }, lean: false };
     // --precision may add replications up to --max-replications per variant.
     let most = |v: &crate::config::Scenario| match args.precision {
         Some(_) => v.replications.max(args.max_replications) as u64,

@@ -2,7 +2,7 @@
 
 use super::{EXIT_OK, ExperimentArgs, Format, SimArgs};
 use crate::analysis::sweep::{
-    Knee, MAX_GRID_POINTS, Param, grid, grid_size, in_shard, parse_param, parse_shard, shard_size,
+    Knee, MAX_GRID_POINTS, Param, grid, grid_size, in_shard, parse_params, parse_shard, shard_size,
 };
 use crate::analysis::{RunSet, run_all_with};
 use crate::config::{Scenario, load_experiment};
@@ -79,7 +79,8 @@ fn fingerprint(inputs: &[PathBuf], sets: &[String]) -> String {
 
 /// Runs the `sweep` command.
 pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
-    let params: Vec<Param> = args.params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
+    let params: Vec<Param> = parse_params(&args.params)?;
+    super::run::unique_variants(&args.variants)?;
     let knee = Knee::parse(&args.knee)?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     let mut sets = args.exp.sets.clone();

@@ -22,7 +22,7 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
             return Err(v.err(&f("name"), "fault names must be unique"));
         }
         let start = v.dur(&f("start"), fr.start.as_ref(), 0)?;
-        let length = v.dur(&f("duration"), fr.duration.as_ref(), NEVER)?;
+        let length = v.dur_or_never(&f("duration"), fr.duration.as_ref(), NEVER)?;
         let present = [
             ("capacity", fr.capacity.is_some()),
             ("status", fr.status.is_some()),

@@ -16,8 +16,8 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
         if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") }
     };
     let max_attempts = v.int_in(&f("max_attempts"), raw.max_attempts, 1, 1, 1000)? as u32;
-    let per_try_timeout = v.positive_dur(&f("per_try_timeout"), raw.per_try_timeout.as_ref(), NEVER)?;
-    let deadline = v.positive_dur(&f("deadline"), raw.deadline.as_ref(), NEVER)?;
+    let per_try_timeout = v.positive_dur_or_never(&f("per_try_timeout"), raw.per_try_timeout.as_ref(), NEVER)?;
+    let deadline = v.positive_dur_or_never(&f("deadline"), raw.deadline.as_ref(), NEVER)?;
     if per_try_timeout == NEVER && deadline == NEVER {
         return Err(v.err(
             if prefix.is_empty() { "per_try_timeout" } else { prefix },
@@ -42,7 +42,7 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
     };
     let max_retry_after = match &raw.max_retry_after {
         None => None,
-        Some(text) => Some(v.positive_dur(&f("max_retry_after"), Some(text), NEVER)?),
+        Some(text) => Some(v.positive_dur_or_never(&f("max_retry_after"), Some(text), NEVER)?),
     };
     let backoff = match &raw.backoff {
         None => Backoff::default(),
@@ -121,7 +121,7 @@ fn backoff(v: &V, b: &BackoffRaw, field: &str) -> InputResult<Backoff> {
     if kind != BackoffKind::None && b.base.is_none() {
         return Err(v.err(&f("base"), "required for this backoff kind (a duration such as \"100ms\")"));
     }
-    let cap = v.dur(&f("cap"), b.cap.as_ref(), NEVER)?;
+    let cap = v.dur_or_never(&f("cap"), b.cap.as_ref(), NEVER)?;
     if cap < base {
         return Err(v.err(&f("cap"), format!("must be at least `base` ({})", b.base.as_deref().unwrap_or("0s"))));
     }
