@@ -111,7 +111,10 @@ pub fn plain(msg: &str) -> String {
         return format!("missing required key {}", rest.trim());
     }
     if let Some(rest) = msg.strip_prefix("invalid length ") {
-        return format!("wrong number of elements: {}", rest.replace("sequence", "array"));
+        // "0, expected struct BreakerRaw with 5 elements": an array where a table belongs.
+        let (n, want) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        let want = want.split(" with ").next().unwrap_or(want);
+        return format!("expected {}, got an array of {} elements", expected(want), n.trim());
     }
     msg.to_string()
 }
@@ -124,6 +127,10 @@ pub fn names_program_types(msg: &str) -> bool {
     words.iter().any(|w| rust.contains(w) || (w.ends_with("Raw") && w.len() > 3))
         || msg.contains("a sequence")
         || msg.contains("a map")
+        || msg.contains("invalid type:")
+        || msg.contains("invalid length")
+        || msg.contains("unknown field")
+        || msg.contains("missing field")
 }
 
 #[cfg(test)]
@@ -145,11 +152,15 @@ mod tests {
             ("invalid type: integer `1`, expected a boolean", "expected true or false, got the integer 1"),
             ("unknown field `foo`, expected one of `name`, `count`", "unknown key `foo`; allowed keys: name, count"),
             ("missing field `name`", "missing required key `name`"),
+            (
+                "invalid length 0, expected struct BudgetRaw with 5 elements",
+                "expected a table such as { kind = \"token_bucket\" }, got an array of 0 elements",
+            ),
             ("must be a non-negative integer", "must be a non-negative integer"),
         ];
         for (serde, ours) in cases {
             assert_eq!(plain(serde), ours);
-            assert!(names_program_types(serde), "{serde}");
+            assert!(names_program_types(serde) || serde == ours, "{serde}");
             assert!(!names_program_types(ours), "{ours}");
         }
     }

@@ -1,0 +1,691 @@
+//! The fuzz harness: generated and mutated experiments, policies, overrides
+//! and flags, driven through the command line's entry point
+//! (`retrysim::cli::execute`, what the binary runs) in this process.
+//!
+//! Every case starts from a shipped experiment or policy, mutates its text
+//! and adds overrides and flags drawn from pools of odd values (huge,
+//! negative, NaN, "never", wrong types, dates, bad units, paths to inputs,
+//! folders and devices), and asserts:
+//!
+//! - no panic (an abort, such as a stack overflow, ends this test binary);
+//! - the exit status is 0, 1 or 2;
+//! - an exit-2 message names where the bad input is (a file and usually a
+//!   field, or a flag) and speaks the file format, not the program's types;
+//! - no input file changed;
+//! - after a successful `run`, the metrics in `summary.json` obey their
+//!   invariants (shares in [0, 1], at least one attempt per intent, goodput
+//!   at most the intents, intervals around their means).
+//!
+//! Cases are seeded, so a failure reproduces. `RETRYSIM_FUZZ_CASES` sets the
+//! number of cases (default 2000), `RETRYSIM_FUZZ_SEED` the seed (default
+//! 15). For a long local run, with the figures printed at the end:
+//!
+//! ```sh
+//! RETRYSIM_FUZZ_CASES=100000 cargo test --release --test fuzz -- --nocapture > /dev/null
+//! ```
+//!
+//! A case whose runs the estimate puts above a fraction of a second is
+//! linted instead of run (`lint` still loads and validates everything), to
+//! keep the harness at a few milliseconds per case.
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+use retrysim::config::messages::names_program_types;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Odd and ordinary values for overrides and text mutations.
+const VALUES: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "3",
+    "7",
+    "64",
+    "1000000",
+    "99999999999999999999",
+    "1.5",
+    "-0.5",
+    "0.999",
+    "nan",
+    "inf",
+    "-inf",
+    "1e308",
+    "true",
+    "false",
+    "\"\"",
+    "\"x\"",
+    "never",
+    "\"never\"",
+    "0s",
+    "1ms",
+    "250ms",
+    "2s",
+    "30s",
+    "5M",
+    "2w",
+    "1y",
+    "1hr",
+    "\"2s 2s\"",
+    "\"1h 30m\"",
+    "1e3ms",
+    "36501d",
+    "10/s",
+    "800/s",
+    "1e9/s",
+    "1e307/s",
+    "-5/s",
+    "0/s",
+    "[]",
+    "[1, 2]",
+    "[\"timeout\", \"503\"]",
+    "[\"400\"]",
+    "{}",
+    "{ dist = \"exp\", mean = \"5ms\" }",
+    "{ dist = \"const\", value = \"0s\" }",
+    "{ dist = \"lognormal\", mean = \"10ms\", p99 = \"5ms\" }",
+    "{ dist = \"gamma\", mean = \"1ms\", shape = 0 }",
+    "1979-05-27",
+    "07:32:00",
+    "\"fifo\"",
+    "\"codel\"",
+    "\"lifo\"",
+    "\"none\"",
+    "\"full\"",
+    "\"equal\"",
+    "\"exponential\"",
+    "\"decorrelated\"",
+    "\"token_bucket\"",
+    "\"quota\"",
+    "\"ratio\"",
+    "\"concurrency\"",
+    "\"shared\"",
+    "\"durable\"",
+    "\"memory\"",
+    "\"wait\"",
+    "\"conflict\"",
+    "\"closed\"",
+    "\"burst\"",
+    "\"open\"",
+    "\"before_commit\"",
+    "\"after_commit\"",
+    "\"outbox\"",
+    "\"derive\"",
+    "\"forward\"",
+    "../policies/grpc-default.toml",
+    "../policies/immediate-retries.toml",
+    "/dev/zero",
+    "nonexistent.toml",
+    "case.toml",
+    "\"503\"",
+    "503",
+    "429",
+    "99",
+    "{ status = 429, retry_after = \"1s\" }",
+    "{ rate = \"100/s\", burst = 5 }",
+    "{ limit = 0 }",
+    "{ store = \"memory\", atomic = false }",
+];
+
+/// Policy fields to override under a client's or call's `policy`.
+const POLICY_KEYS: &[&str] = &[
+    "max_attempts",
+    "per_try_timeout",
+    "deadline",
+    "min_attempt_time",
+    "retry_on",
+    "retry_unknown_without_key",
+    "respect_retry_after",
+    "max_retry_after",
+    "backoff",
+    "backoff.kind",
+    "backoff.base",
+    "backoff.cap",
+    "backoff.multiplier",
+    "backoff.jitter",
+    "backoff.jitter_ratio",
+    "budget",
+    "budget.kind",
+    "budget.scope",
+    "budget.max_tokens",
+    "budget.ratio",
+    "budget.ttl",
+    "circuit_breaker",
+    "circuit_breaker.window",
+    "circuit_breaker.failure_ratio",
+    "name",
+    "unknown_key",
+];
+
+/// Keys every experiment has, or that are worth trying on any.
+const COMMON_KEYS: &[&str] = &[
+    "experiment.duration",
+    "experiment.warmup",
+    "experiment.bin",
+    "experiment.seed",
+    "experiment.replications",
+    "experiment.load_scale",
+    "experiment.drain_limit",
+    "experiment.name",
+    "experiment.typo",
+    "network.latency",
+    "faults.0.start",
+    "faults.0.kind",
+    "nothing.here",
+    "clients",
+    "services",
+    "variants",
+];
+
+/// Every scalar value of a document by its key (the last path segment),
+/// written as an override value: plausible values for other experiments.
+fn observed(v: &toml::Value, key: &str, out: &mut BTreeMap<String, Vec<String>>) {
+    match v {
+        toml::Value::Table(t) => t.iter().for_each(|(k, x)| observed(x, k, out)),
+        toml::Value::Array(items) if items.iter().all(|i| i.is_table()) => {
+            items.iter().for_each(|x| observed(x, key, out))
+        }
+        other => out.entry(key.to_string()).or_default().push(other.to_string()),
+    }
+}
+
+/// The leaf paths of a document, as overrides address them.
+fn leaves(v: &toml::Value, path: &str, out: &mut Vec<String>) {
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match v {
+        toml::Value::Table(t) => {
+            for (k, x) in t {
+                if path.is_empty() && k == "variants" {
+                    continue;
+                }
+                leaves(x, &join(k), out);
+            }
+            if !path.is_empty() {
+                out.push(path.to_string());
+            }
+        }
+        toml::Value::Array(items) if items.iter().all(|i| i.is_table()) && !items.is_empty() => {
+            for (i, x) in items.iter().enumerate() {
+                let label = x
+                    .get("name")
+                    .or_else(|| x.get("to"))
+                    .and_then(toml::Value::as_str)
+                    .map_or_else(|| i.to_string(), str::to_string);
+                let here = join(&label);
+                if here.ends_with(".policy") || x.get("policy").is_some() {
+                    for k in POLICY_KEYS {
+                        out.push(format!("{here}.policy.{k}"));
+                    }
+                }
+                leaves(x, &here, out);
+            }
+        }
+        _ => out.push(path.to_string()),
+    }
+}
+
+/// The shipped files the cases start from, copied into a folder of their own.
+struct Fixture {
+    dir: tempfile::TempDir,
+    /// (file name, text, override keys, variant names)
+    experiments: Vec<(String, String, Vec<String>, Vec<String>)>,
+    policies: Vec<(String, String)>,
+    /// Values seen in the shipped files, by key.
+    observed: BTreeMap<String, Vec<String>>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut experiments = Vec::new();
+        let mut policies = Vec::new();
+        let mut seen = BTreeMap::new();
+        std::fs::create_dir(dir.path().join("experiments")).unwrap();
+        std::fs::create_dir(dir.path().join("policies")).unwrap();
+        for sub in ["experiments", "policies"] {
+            let mut names: Vec<PathBuf> =
+                std::fs::read_dir(Path::new(ROOT).join(sub)).unwrap().map(|e| e.unwrap().path()).collect();
+            names.sort();
+            for p in names.into_iter().filter(|p| p.extension().is_some_and(|x| x == "toml")) {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(&p).unwrap();
+                std::fs::write(dir.path().join(sub).join(&name), &text).unwrap();
+                let doc: toml::Table = text.parse().unwrap();
+                observed(&toml::Value::Table(doc.clone()), "", &mut seen);
+                if sub == "policies" {
+                    policies.push((name, text));
+                } else {
+                    let mut keys = Vec::new();
+                    leaves(&toml::Value::Table(doc.clone()), "", &mut keys);
+                    keys.extend(COMMON_KEYS.iter().map(|k| k.to_string()));
+                    let variants: Vec<String> = doc
+                        .get("variants")
+                        .and_then(toml::Value::as_array)
+                        .map(|a| a.iter().filter_map(|v| v.get("name")?.as_str().map(str::to_string)).collect())
+                        .unwrap_or_default();
+                    experiments.push((name, text, keys, variants));
+                }
+            }
+        }
+        Self { dir, experiments, policies, observed: seen }
+    }
+
+    /// Every file in the fixture with its contents: what must not change.
+    fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut all = BTreeMap::new();
+        for sub in ["experiments", "policies"] {
+            for e in std::fs::read_dir(self.dir.path().join(sub)).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_file() {
+                    all.insert(p.clone(), std::fs::read(&p).unwrap());
+                }
+            }
+        }
+        all
+    }
+}
+
+/// One fuzz case, as drawn.
+#[derive(Debug, Clone)]
+struct Case {
+    command: u8,
+    base: usize,
+    mutations: Vec<(u8, usize, usize)>,
+    sets: Vec<(usize, usize)>,
+    flags: Vec<(u8, usize)>,
+    short: bool,
+    plots: bool,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        0u8..100,
+        0usize..1000,
+        // Most cases keep the text as shipped, so that overrides and flags
+        // reach validation and the simulation instead of the TOML parser.
+        prop_oneof![
+            7 => Just(Vec::new()),
+            3 => prop::collection::vec((0u8..6, 0usize..10_000, 0usize..10_000), 1..3),
+        ],
+        prop_oneof![
+            4 => Just(Vec::new()),
+            6 => prop::collection::vec((0usize..10_000, 0usize..10_000), 1..4),
+        ],
+        prop_oneof![
+            5 => Just(Vec::new()),
+            5 => prop::collection::vec((0u8..16, 0usize..10_000), 1..4),
+        ],
+        prop::bool::weighted(0.9),
+        prop::bool::weighted(0.03),
+    )
+        .prop_map(|(command, base, mutations, sets, flags, short, plots)| Case {
+            command,
+            base,
+            mutations,
+            sets,
+            flags,
+            short,
+            plots,
+        })
+}
+
+/// Applies a text mutation: delete, duplicate or swap lines, replace a
+/// value, truncate, or insert a character.
+fn mutate(text: &str, (kind, a, b): (u8, usize, usize)) -> String {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    if lines.is_empty() {
+        return text.to_string();
+    }
+    let (i, j) = (a % lines.len(), b % lines.len());
+    match kind {
+        0 => {
+            lines.remove(i);
+        }
+        1 => lines.insert(j, lines[i].clone()),
+        2 => lines.swap(i, j),
+        3 => {
+            if let Some((k, _)) = lines[i].split_once('=') {
+                lines[i] = format!("{k}= {}", VALUES[b % VALUES.len()]);
+            }
+        }
+        4 => {
+            let cut = (a * 7919) % text.len().max(1);
+            let cut = (0..=cut).rev().find(|&c| text.is_char_boundary(c)).unwrap_or(0);
+            return text[..cut].to_string();
+        }
+        _ => {
+            let chars = ['[', ']', '{', '}', '"', '=', '.', '\n', '#', ',', '\\', 'x', '0'];
+            let at = lines[i].len();
+            let at = (0..=(a % (at + 1))).rev().find(|&c| lines[i].is_char_boundary(c)).unwrap_or(0);
+            lines[i].insert(at, chars[b % chars.len()]);
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+/// What the harness saw, for the figures printed at the end.
+#[derive(Default)]
+struct Figures {
+    cases: u64,
+    by_code: BTreeMap<i32, u64>,
+    by_command: BTreeMap<(String, i32), u64>,
+    linted_for_time: u64,
+    message_kinds: BTreeMap<String, u64>,
+}
+
+/// The kind of an exit-2 message, for the figures: where it points.
+fn message_kind(msg: &str) -> String {
+    let rest = msg.trim_start_matches("error: ");
+    let source = rest.split(": ").next().unwrap_or("");
+    let source = if source.starts_with("--") {
+        source.split([' ', '=']).next().unwrap_or(source).to_string()
+    } else if source.ends_with(".toml") {
+        "file".into()
+    } else {
+        source.chars().take(24).collect()
+    };
+    let field = if rest.contains("field `") { "+field" } else { "" };
+    format!("{source}{field}")
+}
+
+/// Checks the metric invariants of a `summary.json`.
+fn check_summary(path: &Path) -> Result<(), TestCaseError> {
+    let text = std::fs::read_to_string(path).map_err(|e| TestCaseError::fail(format!("{}: {e}", path.display())))?;
+    let doc: serde_json::Value = serde_json::from_str(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let window =
+        doc["experiment"]["duration_s"].as_f64().unwrap_or(0.0) - doc["experiment"]["warmup_s"].as_f64().unwrap_or(0.0);
+    for v in doc["variants"].as_array().into_iter().flatten() {
+        let m = &v["metrics"];
+        for (name, metric) in m.as_object().into_iter().flatten() {
+            let mean = &metric["mean"];
+            prop_assert!(mean.is_null() || mean.as_f64().is_some_and(f64::is_finite), "{name} mean {mean}");
+            if let (Some(x), Some([lo, hi])) = (
+                mean.as_f64(),
+                metric["ci95"]
+                    .as_array()
+                    .map(|a| [a[0].as_f64().unwrap_or(f64::NAN), a[1].as_f64().unwrap_or(f64::NAN)]),
+            ) {
+                prop_assert!(lo <= x + 1e-9 && x <= hi + 1e-9, "{name}: {lo} <= {x} <= {hi}");
+            }
+        }
+        let get = |k: &str| m[k]["mean"].as_f64();
+        let intents = get("intents").unwrap_or(0.0);
+        if intents > 0.0 {
+            for share in ["success_rate", "wasted_fraction"] {
+                if let Some(s) = get(share) {
+                    prop_assert!((-1e-9..=1.0 + 1e-9).contains(&s), "{share} {s}");
+                }
+            }
+            if let Some(a) = get("attempts_per_intent") {
+                prop_assert!(a >= 1.0 - 1e-9, "attempts per intent {a}");
+            }
+            if let Some(g) = get("goodput_per_s")
+                && window > 0.0
+            {
+                prop_assert!(
+                    g * window <= intents * (1.0 + 1e-9) + 1e-6,
+                    "goodput {g}/s over {window} s, {intents} intents"
+                );
+            }
+            if let Some(d) = get("duplicate_intents") {
+                prop_assert!(d <= intents + 1e-9, "{d} duplicates of {intents} intents");
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
+    let cases: u32 = std::env::var("RETRYSIM_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let seed: u64 = std::env::var("RETRYSIM_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let fixture = Fixture::new();
+    let before = fixture.snapshot();
+    let figures = Mutex::new(Figures::default());
+    let config = Config {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        max_shrink_iters: 200,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new(config);
+    let exp_dir = fixture.dir.path().join("experiments");
+    let started = std::time::Instant::now();
+    let result = runner.run(&case(), |c| {
+        let out = tempfile::tempdir().unwrap();
+        let command = match c.command {
+            0..60 => "run",
+            60..72 => "lint",
+            72..82 => "sweep",
+            82..90 => "audit",
+            90..97 => "export",
+            _ => "tune",
+        };
+        let mut args: Vec<String> = vec!["retrysim".into(), command.into()];
+        let case_path = exp_dir.join("case.toml");
+        let written: String;
+        if command == "export" {
+            let (_, text) = &fixture.policies[c.base % fixture.policies.len()];
+            let text = c.mutations.iter().fold(text.clone(), |t, &m| mutate(&t, m));
+            std::fs::write(&case_path, &text).unwrap();
+            written = text;
+            args.push(case_path.display().to_string());
+            args.push("--to".into());
+            args.push(["grpc", "envoy", "aws", "yaml"][c.base % 4].into());
+            if c.flags.len() % 2 == 1 {
+                args.push("--strict".into());
+            }
+        } else {
+            let (_, text, keys, variants) = if command == "tune" {
+                fixture.experiments.iter().find(|e| e.0 == "tune-sdk.toml").unwrap()
+            } else {
+                &fixture.experiments[c.base % fixture.experiments.len()]
+            };
+            let text = c.mutations.iter().fold(text.clone(), |t, &m| mutate(&t, m));
+            std::fs::write(&case_path, &text).unwrap();
+            written = text;
+            args.push(case_path.display().to_string());
+            let mut sets: Vec<String> = c
+                .sets
+                .iter()
+                .map(|&(k, v)| {
+                    let key = &keys[k % keys.len()];
+                    // Half of the values are ones the shipped files use for this key.
+                    let last = key.rsplit('.').next().unwrap_or(key);
+                    let value = match fixture.observed.get(last) {
+                        Some(seen) if v % 2 == 0 => seen[(v / 2) % seen.len()].clone(),
+                        _ => VALUES[v % VALUES.len()].to_string(),
+                    };
+                    format!("{key}={value}")
+                })
+                .collect();
+            for &(flag, v) in &c.flags {
+                let pick = |list: &[&str]| list[v % list.len()].to_string();
+                let variant = variants.get(v % variants.len().max(1)).cloned().unwrap_or_else(|| "nope".into());
+                let pair: Option<(&str, String)> = match (command, flag % 8) {
+                    (_, 0) => Some(("--seed", pick(&["0", "1", "18446744073709551615", "-1", "x"]))),
+                    ("run" | "sweep", 1) => Some(("--replications", pick(&["0", "1", "2", "3", "x"]))),
+                    ("run" | "sweep", 2) => Some(("--variant", pick(&[&variant, &variant, "nope"]))),
+                    ("run", 3) => Some(("--trace", pick(&["T", "T", "case.toml", "O", "/dev/null"]))),
+                    ("run", 4) => Some(("--trace-sample", pick(&["0.5", "1", "0", "2", "nan", "0.001"]))),
+                    ("run", 5) => Some(("--baseline", pick(&[&variant, "nope"]))),
+                    ("run", 6) => Some(("--precision", pick(&["0.5", "0", "2", "nan"]))),
+                    ("sweep", 3..=5) => {
+                        let key = &keys[v % keys.len()];
+                        let spec = match v % 5 {
+                            0 => format!("{}..{}:2", VALUES[v % VALUES.len()], VALUES[(v / 7) % VALUES.len()]),
+                            1 => "1..2:3".to_string(),
+                            _ => format!("{},{}", VALUES[v % VALUES.len()], VALUES[(v / 3) % VALUES.len()]),
+                        };
+                        Some(("--param", format!("{key}={spec}")))
+                    }
+                    ("sweep", 6) => Some((
+                        "--knee",
+                        pick(&["success_rate>=0.9", "latency_p99_s<1", "success_rate>=nan", "x>1", "bad"]),
+                    )),
+                    ("sweep", 7) => Some(("--shard", pick(&["1/2", "2/2", "3/2", "0/1", "x"]))),
+                    ("audit", 2) => Some(("--variant", variant)),
+                    ("tune", 1) => Some(("--candidates", pick(&["1", "2", "0", "x"]))),
+                    ("tune", 2) => Some((
+                        "--emit",
+                        pick(&["E", "E", "normal-day.toml", "case.toml", "../policies/grpc-default.toml", "O"]),
+                    )),
+                    ("tune", 3) => Some(("--halving", String::new())),
+                    (_, 7) => Some(("--format", pick(&["json", "csv", "markdown", "table", "xml"]))),
+                    (_, 6) => Some(("--jobs", pick(&["1", "2", "0", "100000"]))),
+                    _ => None,
+                };
+                if let Some((name, value)) = pair {
+                    let value = match value.as_str() {
+                        "T" => out.path().join("trace.jsonl").display().to_string(),
+                        "O" => out.path().display().to_string(),
+                        "E" => out.path().join("tuned.toml").display().to_string(),
+                        "case.toml" | "normal-day.toml" => exp_dir.join(&value).display().to_string(),
+                        "../policies/grpc-default.toml" => exp_dir.join(&value).display().to_string(),
+                        _ => value,
+                    };
+                    args.push(name.into());
+                    if name != "--halving" {
+                        args.push(value);
+                    }
+                }
+            }
+            if command == "sweep" && !args.iter().any(|a| a == "--param") {
+                args.extend(["--param".into(), "experiment.load_scale=0.5,1".into()]);
+            }
+            if command == "tune" && !args.iter().any(|a| a == "--candidates") {
+                args.extend(["--candidates".into(), "2".into()]);
+            }
+            if matches!(command, "run" | "sweep" | "tune") && !args.iter().any(|a| a == "--replications") {
+                args.extend(["--replications".into(), "1".into()]);
+            }
+            if c.short {
+                // Short runs: 2 s, or, where rate schedules and faults are
+                // timed in the experiment's own minute, 5% of its load.
+                let timed = ["at = ", "scenarios"].iter().any(|w| written.contains(w));
+                let short: &[&str] = if timed {
+                    &["experiment.load_scale=0.05", "experiment.drain_limit=20s"]
+                } else {
+                    &["experiment.duration=2s", "experiment.warmup=0s", "experiment.drain_limit=20s"]
+                };
+                sets.extend(short.iter().map(|s| s.to_string()));
+            }
+            // A case the estimate puts above a fraction of a second is linted instead.
+            if matches!(command, "run" | "sweep" | "audit" | "tune")
+                && let Ok(exp) = retrysim::config::load_experiment(&case_path, &sets)
+            {
+                let events: f64 = exp
+                    .variants
+                    .iter()
+                    .map(|v| retrysim::analysis::estimate::estimate(v, 1.0).events * v.replications.min(3) as f64)
+                    .sum();
+                let factor = match command {
+                    "audit" => 12.0,
+                    "sweep" => 8.0,
+                    "tune" => 12.0,
+                    _ => 1.0,
+                };
+                if events.is_nan() || events * factor > 3e6 {
+                    args[1] = "lint".into();
+                    args.retain(|a| !a.starts_with("--") || a == "--set" || a == "--format");
+                    args.truncate(3);
+                    figures.lock().unwrap().linted_for_time += 1;
+                }
+            }
+            for s in sets {
+                args.push("--set".into());
+                args.push(s);
+            }
+            if matches!(args[1].as_str(), "run" | "sweep" | "audit" | "tune") {
+                args.push("-q".into());
+                args.extend(["--out".into(), out.path().join("out").display().to_string()]);
+                if !c.plots && args[1] != "audit" {
+                    args.push("--no-plots".into());
+                }
+            }
+        }
+        let outcome = retrysim::cli::execute(args.clone());
+        let code = outcome.code;
+        {
+            let mut f = figures.lock().unwrap();
+            f.cases += 1;
+            *f.by_code.entry(code).or_default() += 1;
+            *f.by_command.entry((args[1].clone(), code)).or_default() += 1;
+            if let Some(msg) = &outcome.error
+                && code == 2
+            {
+                *f.message_kinds.entry(message_kind(msg)).or_default() += 1;
+            }
+        }
+        prop_assert!([0, 1, 2].contains(&code), "exit {code} for {args:?}: {:?}", outcome.error);
+        if code == 2 {
+            let msg = outcome.error.clone().unwrap_or_default();
+            let rest = msg.trim_start_matches("error: ");
+            // Where the bad input is: a file (with a field unless the whole
+            // file is bad), a flag, an output path, or the command whose
+            // estimate refused.
+            let names_source = rest.contains("field `")
+                || rest.starts_with("--")
+                || rest.starts_with('-')
+                || rest.starts_with("invalid value")
+                || rest.starts_with("unexpected argument")
+                || rest.starts_with("the argument")
+                || rest.starts_with("a value is required")
+                || rest.starts_with("unrecognized subcommand")
+                || rest.starts_with("the following required arguments")
+                || rest.starts_with("refusing to write")
+                || rest.starts_with("cannot write")
+                || ["run: ", "sweep: ", "audit: ", "tune: "].iter().any(|p| rest.starts_with(p))
+                || rest.starts_with(&*exp_dir.to_string_lossy())
+                || rest.starts_with(&*fixture.dir.path().to_string_lossy());
+            prop_assert!(names_source, "exit 2 without a source for {args:?}: {msg}");
+            if rest.starts_with(&*case_path.to_string_lossy()) && !rest.contains("field `") {
+                let whole = [
+                    "not valid TOML",
+                    "cannot read",
+                    "larger than",
+                    "not UTF-8",
+                    "is not",
+                    "needs",
+                    "has no",
+                    "must",
+                    "no ",
+                ]
+                .iter()
+                .any(|w| rest.contains(w));
+                prop_assert!(whole, "a file-level message that names no field: {msg}");
+            }
+            prop_assert!(!names_program_types(&msg), "the program's types in {args:?}: {msg}");
+        }
+        if code == 0 && args[1] == "run" {
+            check_summary(&out.path().join("out").join("summary.json"))?;
+        }
+        let now = fixture.snapshot();
+        for (path, bytes) in &before {
+            if path.ends_with("case.toml") {
+                continue;
+            }
+            prop_assert!(now.get(path) == Some(bytes), "{} changed: {args:?}", path.display());
+        }
+        let case_now = std::fs::read(&case_path).unwrap_or_default();
+        prop_assert!(case_now == written.as_bytes(), "the case's own file changed: {args:?}");
+        Ok(())
+    });
+    let f = figures.lock().unwrap();
+    eprintln!(
+        "fuzz: {} cases (seed {seed}) in {:.1} s; exit codes {:?}; linted instead of run for time: {}",
+        f.cases,
+        started.elapsed().as_secs_f64(),
+        f.by_code,
+        f.linted_for_time
+    );
+    eprintln!("fuzz: by command and exit: {:?}", f.by_command);
+    eprintln!("fuzz: exit-2 messages by source: {:?}", f.message_kinds);
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
