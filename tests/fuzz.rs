@@ -18,10 +18,12 @@
 //!
 //! Cases are seeded, so a failure reproduces. `RETRYSIM_FUZZ_CASES` sets the
 //! number of cases (default 2000), `RETRYSIM_FUZZ_SEED` the seed (default
-//! 15). For a long local run, with the figures printed at the end:
+//! 15); `RETRYSIM_FUZZ_KEEP_GOING=1` records failures and goes on (without
+//! shrinking them) instead of stopping at the first. For a long local run,
+//! with the figures printed at the end:
 //!
 //! ```sh
-//! RETRYSIM_FUZZ_CASES=100000 cargo test --release --test fuzz -- --nocapture > /dev/null
+//! RETRYSIM_FUZZ_CASES=100000 RETRYSIM_FUZZ_SEED=7 cargo test --test fuzz -- --nocapture 2>&1 >/dev/null | grep '^fuzz:'
 //! ```
 //!
 //! A case whose runs the estimate puts above a fraction of a second is
@@ -374,6 +376,9 @@ struct Figures {
     by_command: BTreeMap<(String, i32), u64>,
     linted_for_time: u64,
     message_kinds: BTreeMap<String, u64>,
+    /// With RETRYSIM_FUZZ_KEEP_GOING: failed cases, and the first 50 of them.
+    failures: u64,
+    failed: Vec<String>,
 }
 
 /// The kind of an exit-2 message, for the figures: where it points.
@@ -455,225 +460,240 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
     let mut runner = TestRunner::new(config);
     let exp_dir = fixture.dir.path().join("experiments");
     let started = std::time::Instant::now();
+    let keep_going = std::env::var_os("RETRYSIM_FUZZ_KEEP_GOING").is_some();
     let result = runner.run(&case(), |c| {
-        let out = tempfile::tempdir().unwrap();
-        let command = match c.command {
-            0..60 => "run",
-            60..72 => "lint",
-            72..82 => "sweep",
-            82..90 => "audit",
-            90..97 => "export",
-            _ => "tune",
-        };
-        let mut args: Vec<String> = vec!["retrysim".into(), command.into()];
-        let case_path = exp_dir.join("case.toml");
-        let written: String;
-        if command == "export" {
-            let (_, text) = &fixture.policies[c.base % fixture.policies.len()];
-            let text = c.mutations.iter().fold(text.clone(), |t, &m| mutate(&t, m));
-            std::fs::write(&case_path, &text).unwrap();
-            written = text;
-            args.push(case_path.display().to_string());
-            args.push("--to".into());
-            args.push(["grpc", "envoy", "aws", "yaml"][c.base % 4].into());
-            if c.flags.len() % 2 == 1 {
-                args.push("--strict".into());
-            }
-        } else {
-            let (_, text, keys, variants) = if command == "tune" {
-                fixture.experiments.iter().find(|e| e.0 == "tune-sdk.toml").unwrap()
-            } else {
-                &fixture.experiments[c.base % fixture.experiments.len()]
+        let outcome = (|| -> Result<(), TestCaseError> {
+            let out = tempfile::tempdir().unwrap();
+            let command = match c.command {
+                0..60 => "run",
+                60..72 => "lint",
+                72..82 => "sweep",
+                82..90 => "audit",
+                90..97 => "export",
+                _ => "tune",
             };
-            let text = c.mutations.iter().fold(text.clone(), |t, &m| mutate(&t, m));
-            std::fs::write(&case_path, &text).unwrap();
-            written = text;
-            args.push(case_path.display().to_string());
-            let mut sets: Vec<String> = c
-                .sets
-                .iter()
-                .map(|&(k, v)| {
-                    let key = &keys[k % keys.len()];
-                    // Half of the values are ones the shipped files use for this key.
-                    let last = key.rsplit('.').next().unwrap_or(key);
-                    let value = match fixture.observed.get(last) {
-                        Some(seen) if v % 2 == 0 => seen[(v / 2) % seen.len()].clone(),
-                        _ => VALUES[v % VALUES.len()].to_string(),
-                    };
-                    format!("{key}={value}")
-                })
-                .collect();
-            for &(flag, v) in &c.flags {
-                let pick = |list: &[&str]| list[v % list.len()].to_string();
-                let variant = variants.get(v % variants.len().max(1)).cloned().unwrap_or_else(|| "nope".into());
-                let pair: Option<(&str, String)> = match (command, flag % 8) {
-                    (_, 0) => Some(("--seed", pick(&["0", "1", "18446744073709551615", "-1", "x"]))),
-                    ("run" | "sweep", 1) => Some(("--replications", pick(&["0", "1", "2", "3", "x"]))),
-                    ("run" | "sweep", 2) => Some(("--variant", pick(&[&variant, &variant, "nope"]))),
-                    ("run", 3) => Some(("--trace", pick(&["T", "T", "case.toml", "O", "/dev/null"]))),
-                    ("run", 4) => Some(("--trace-sample", pick(&["0.5", "1", "0", "2", "nan", "0.001"]))),
-                    ("run", 5) => Some(("--baseline", pick(&[&variant, "nope"]))),
-                    ("run", 6) => Some(("--precision", pick(&["0.5", "0", "2", "nan"]))),
-                    ("sweep", 3..=5) => {
-                        let key = &keys[v % keys.len()];
-                        let spec = match v % 5 {
-                            0 => format!("{}..{}:2", VALUES[v % VALUES.len()], VALUES[(v / 7) % VALUES.len()]),
-                            1 => "1..2:3".to_string(),
-                            _ => format!("{},{}", VALUES[v % VALUES.len()], VALUES[(v / 3) % VALUES.len()]),
-                        };
-                        Some(("--param", format!("{key}={spec}")))
-                    }
-                    ("sweep", 6) => Some((
-                        "--knee",
-                        pick(&["success_rate>=0.9", "latency_p99_s<1", "success_rate>=nan", "x>1", "bad"]),
-                    )),
-                    ("sweep", 7) => Some(("--shard", pick(&["1/2", "2/2", "3/2", "0/1", "x"]))),
-                    ("audit", 2) => Some(("--variant", variant)),
-                    ("tune", 1) => Some(("--candidates", pick(&["1", "2", "0", "x"]))),
-                    ("tune", 2) => Some((
-                        "--emit",
-                        pick(&["E", "E", "normal-day.toml", "case.toml", "../policies/grpc-default.toml", "O"]),
-                    )),
-                    ("tune", 3) => Some(("--halving", String::new())),
-                    (_, 7) => Some(("--format", pick(&["json", "csv", "markdown", "table", "xml"]))),
-                    (_, 6) => Some(("--jobs", pick(&["1", "2", "0", "100000"]))),
-                    _ => None,
-                };
-                if let Some((name, value)) = pair {
-                    let value = match value.as_str() {
-                        "T" => out.path().join("trace.jsonl").display().to_string(),
-                        "O" => out.path().display().to_string(),
-                        "E" => out.path().join("tuned.toml").display().to_string(),
-                        "case.toml" | "normal-day.toml" => exp_dir.join(&value).display().to_string(),
-                        "../policies/grpc-default.toml" => exp_dir.join(&value).display().to_string(),
-                        _ => value,
-                    };
-                    args.push(name.into());
-                    if name != "--halving" {
-                        args.push(value);
-                    }
+            let mut args: Vec<String> = vec!["retrysim".into(), command.into()];
+            let case_path = exp_dir.join("case.toml");
+            let written: String;
+            if command == "export" {
+                let (_, text) = &fixture.policies[c.base % fixture.policies.len()];
+                let text = c.mutations.iter().fold(text.clone(), |t, &m| mutate(&t, m));
+                std::fs::write(&case_path, &text).unwrap();
+                written = text;
+                args.push(case_path.display().to_string());
+                args.push("--to".into());
+                args.push(["grpc", "envoy", "aws", "yaml"][c.base % 4].into());
+                if c.flags.len() % 2 == 1 {
+                    args.push("--strict".into());
                 }
-            }
-            if command == "sweep" && !args.iter().any(|a| a == "--param") {
-                args.extend(["--param".into(), "experiment.load_scale=0.5,1".into()]);
-            }
-            if command == "tune" && !args.iter().any(|a| a == "--candidates") {
-                args.extend(["--candidates".into(), "2".into()]);
-            }
-            if matches!(command, "run" | "sweep" | "tune") && !args.iter().any(|a| a == "--replications") {
-                args.extend(["--replications".into(), "1".into()]);
-            }
-            if c.short {
-                // Short runs: 2 s, or, where rate schedules and faults are
-                // timed in the experiment's own minute, 5% of its load.
-                let timed = ["at = ", "scenarios"].iter().any(|w| written.contains(w));
-                let short: &[&str] = if timed {
-                    &["experiment.load_scale=0.05", "experiment.drain_limit=20s"]
+            } else {
+                let (_, text, keys, variants) = if command == "tune" {
+                    fixture.experiments.iter().find(|e| e.0 == "tune-sdk.toml").unwrap()
                 } else {
-                    &["experiment.duration=2s", "experiment.warmup=0s", "experiment.drain_limit=20s"]
+                    &fixture.experiments[c.base % fixture.experiments.len()]
                 };
-                sets.extend(short.iter().map(|s| s.to_string()));
-            }
-            // A case the estimate puts above a fraction of a second is linted instead.
-            if matches!(command, "run" | "sweep" | "audit" | "tune")
-                && let Ok(exp) = retrysim::config::load_experiment(&case_path, &sets)
-            {
-                let events: f64 = exp
-                    .variants
+                let text = c.mutations.iter().fold(text.clone(), |t, &m| mutate(&t, m));
+                std::fs::write(&case_path, &text).unwrap();
+                written = text;
+                args.push(case_path.display().to_string());
+                let mut sets: Vec<String> = c
+                    .sets
                     .iter()
-                    .map(|v| retrysim::analysis::estimate::estimate(v, 1.0).events * v.replications.min(3) as f64)
-                    .sum();
-                let factor = match command {
-                    "audit" => 12.0,
-                    "sweep" => 8.0,
-                    "tune" => 12.0,
-                    _ => 1.0,
-                };
-                if events.is_nan() || events * factor > 3e6 {
-                    args[1] = "lint".into();
-                    args.retain(|a| !a.starts_with("--") || a == "--set" || a == "--format");
-                    args.truncate(3);
-                    figures.lock().unwrap().linted_for_time += 1;
+                    .map(|&(k, v)| {
+                        let key = &keys[k % keys.len()];
+                        // Half of the values are ones the shipped files use for this key.
+                        let last = key.rsplit('.').next().unwrap_or(key);
+                        let value = match fixture.observed.get(last) {
+                            Some(seen) if v % 2 == 0 => seen[(v / 2) % seen.len()].clone(),
+                            _ => VALUES[v % VALUES.len()].to_string(),
+                        };
+                        format!("{key}={value}")
+                    })
+                    .collect();
+                for &(flag, v) in &c.flags {
+                    let pick = |list: &[&str]| list[v % list.len()].to_string();
+                    let variant = variants.get(v % variants.len().max(1)).cloned().unwrap_or_else(|| "nope".into());
+                    let pair: Option<(&str, String)> = match (command, flag % 8) {
+                        (_, 0) => Some(("--seed", pick(&["0", "1", "18446744073709551615", "-1", "x"]))),
+                        ("run" | "sweep", 1) => Some(("--replications", pick(&["0", "1", "2", "3", "x"]))),
+                        ("run" | "sweep", 2) => Some(("--variant", pick(&[&variant, &variant, "nope"]))),
+                        ("run", 3) => Some(("--trace", pick(&["T", "T", "case.toml", "O", "/dev/null"]))),
+                        ("run", 4) => Some(("--trace-sample", pick(&["0.5", "1", "0", "2", "nan", "0.001"]))),
+                        ("run", 5) => Some(("--baseline", pick(&[&variant, "nope"]))),
+                        ("run", 6) => Some(("--precision", pick(&["0.5", "0", "2", "nan"]))),
+                        ("sweep", 3..=5) => {
+                            let key = &keys[v % keys.len()];
+                            let spec = match v % 5 {
+                                0 => format!("{}..{}:2", VALUES[v % VALUES.len()], VALUES[(v / 7) % VALUES.len()]),
+                                1 => "1..2:3".to_string(),
+                                _ => format!("{},{}", VALUES[v % VALUES.len()], VALUES[(v / 3) % VALUES.len()]),
+                            };
+                            Some(("--param", format!("{key}={spec}")))
+                        }
+                        ("sweep", 6) => Some((
+                            "--knee",
+                            pick(&["success_rate>=0.9", "latency_p99_s<1", "success_rate>=nan", "x>1", "bad"]),
+                        )),
+                        ("sweep", 7) => Some(("--shard", pick(&["1/2", "2/2", "3/2", "0/1", "x"]))),
+                        ("audit", 2) => Some(("--variant", variant)),
+                        ("tune", 1) => Some(("--candidates", pick(&["1", "2", "0", "x"]))),
+                        ("tune", 2) => Some((
+                            "--emit",
+                            pick(&["E", "E", "normal-day.toml", "case.toml", "../policies/grpc-default.toml", "O"]),
+                        )),
+                        ("tune", 3) => Some(("--halving", String::new())),
+                        (_, 7) => Some(("--format", pick(&["json", "csv", "markdown", "table", "xml"]))),
+                        (_, 6) => Some(("--jobs", pick(&["1", "2", "0", "100000"]))),
+                        _ => None,
+                    };
+                    if let Some((name, value)) = pair {
+                        let value = match value.as_str() {
+                            "T" => out.path().join("trace.jsonl").display().to_string(),
+                            "O" => out.path().display().to_string(),
+                            "E" => out.path().join("tuned.toml").display().to_string(),
+                            "case.toml" | "normal-day.toml" => exp_dir.join(&value).display().to_string(),
+                            "../policies/grpc-default.toml" => exp_dir.join(&value).display().to_string(),
+                            _ => value,
+                        };
+                        args.push(name.into());
+                        if name != "--halving" {
+                            args.push(value);
+                        }
+                    }
+                }
+                if command == "sweep" && !args.iter().any(|a| a == "--param") {
+                    args.extend(["--param".into(), "experiment.load_scale=0.5,1".into()]);
+                }
+                if command == "tune" && !args.iter().any(|a| a == "--candidates") {
+                    args.extend(["--candidates".into(), "2".into()]);
+                }
+                if matches!(command, "run" | "sweep" | "tune") && !args.iter().any(|a| a == "--replications") {
+                    args.extend(["--replications".into(), "1".into()]);
+                }
+                if c.short {
+                    // Short runs: 2 s, or, where rate schedules and faults are
+                    // timed in the experiment's own minute, 5% of its load.
+                    let timed = ["at = ", "scenarios"].iter().any(|w| written.contains(w));
+                    let short: &[&str] = if timed {
+                        &["experiment.load_scale=0.05", "experiment.drain_limit=20s"]
+                    } else {
+                        &["experiment.duration=2s", "experiment.warmup=0s", "experiment.drain_limit=20s"]
+                    };
+                    sets.extend(short.iter().map(|s| s.to_string()));
+                }
+                // A case the estimate puts above a fraction of a second is linted instead.
+                if matches!(command, "run" | "sweep" | "audit" | "tune")
+                    && let Ok(exp) = retrysim::config::load_experiment(&case_path, &sets)
+                {
+                    let events: f64 = exp
+                        .variants
+                        .iter()
+                        .map(|v| retrysim::analysis::estimate::estimate(v, 1.0).events * v.replications.min(3) as f64)
+                        .sum();
+                    let factor = match command {
+                        "audit" => 12.0,
+                        "sweep" => 8.0,
+                        "tune" => 12.0,
+                        _ => 1.0,
+                    };
+                    if events.is_nan() || events * factor > 3e6 {
+                        args[1] = "lint".into();
+                        args.retain(|a| !a.starts_with("--") || a == "--set" || a == "--format");
+                        args.truncate(3);
+                        figures.lock().unwrap().linted_for_time += 1;
+                    }
+                }
+                for s in sets {
+                    args.push("--set".into());
+                    args.push(s);
+                }
+                if matches!(args[1].as_str(), "run" | "sweep" | "audit" | "tune") {
+                    args.push("-q".into());
+                    args.extend(["--out".into(), out.path().join("out").display().to_string()]);
+                    if !c.plots && args[1] != "audit" {
+                        args.push("--no-plots".into());
+                    }
                 }
             }
-            for s in sets {
-                args.push("--set".into());
-                args.push(s);
-            }
-            if matches!(args[1].as_str(), "run" | "sweep" | "audit" | "tune") {
-                args.push("-q".into());
-                args.extend(["--out".into(), out.path().join("out").display().to_string()]);
-                if !c.plots && args[1] != "audit" {
-                    args.push("--no-plots".into());
-                }
-            }
-        }
-        let outcome = retrysim::cli::execute(args.clone());
-        let code = outcome.code;
-        {
-            let mut f = figures.lock().unwrap();
-            f.cases += 1;
-            *f.by_code.entry(code).or_default() += 1;
-            *f.by_command.entry((args[1].clone(), code)).or_default() += 1;
-            if let Some(msg) = &outcome.error
-                && code == 2
+            let outcome = retrysim::cli::execute(args.clone());
+            let code = outcome.code;
             {
-                *f.message_kinds.entry(message_kind(msg)).or_default() += 1;
+                let mut f = figures.lock().unwrap();
+                f.cases += 1;
+                *f.by_code.entry(code).or_default() += 1;
+                *f.by_command.entry((args[1].clone(), code)).or_default() += 1;
+                if let Some(msg) = &outcome.error
+                    && code == 2
+                {
+                    *f.message_kinds.entry(message_kind(msg)).or_default() += 1;
+                }
             }
-        }
-        prop_assert!([0, 1, 2].contains(&code), "exit {code} for {args:?}: {:?}", outcome.error);
-        if code == 2 {
-            let msg = outcome.error.clone().unwrap_or_default();
-            let rest = msg.trim_start_matches("error: ");
-            // Where the bad input is: a file (with a field unless the whole
-            // file is bad), a flag, an output path, or the command whose
-            // estimate refused.
-            let names_source = rest.contains("field `")
-                || rest.starts_with("--")
-                || rest.starts_with('-')
-                || rest.starts_with("invalid value")
-                || rest.starts_with("unexpected argument")
-                || rest.starts_with("the argument")
-                || rest.starts_with("a value is required")
-                || rest.starts_with("unrecognized subcommand")
-                || rest.starts_with("the following required arguments")
-                || rest.starts_with("refusing to write")
-                || rest.starts_with("cannot write")
-                || ["run: ", "sweep: ", "audit: ", "tune: "].iter().any(|p| rest.starts_with(p))
-                || rest.starts_with(&*exp_dir.to_string_lossy())
-                || rest.starts_with(&*fixture.dir.path().to_string_lossy());
-            prop_assert!(names_source, "exit 2 without a source for {args:?}: {msg}");
-            if rest.starts_with(&*case_path.to_string_lossy()) && !rest.contains("field `") {
-                let whole = [
-                    "not valid TOML",
-                    "cannot read",
-                    "larger than",
-                    "not UTF-8",
-                    "is not",
-                    "needs",
-                    "has no",
-                    "must",
-                    "no ",
-                ]
-                .iter()
-                .any(|w| rest.contains(w));
-                prop_assert!(whole, "a file-level message that names no field: {msg}");
+            prop_assert!([0, 1, 2].contains(&code), "exit {code} for {args:?}: {:?}", outcome.error);
+            if code == 2 {
+                let msg = outcome.error.clone().unwrap_or_default();
+                let rest = msg.trim_start_matches("error: ");
+                // Where the bad input is: a file (with a field unless the whole
+                // file is bad), a flag, an output path, or the command whose
+                // estimate refused.
+                let names_source = rest.contains("field `")
+                    || rest.starts_with("--")
+                    || rest.starts_with('-')
+                    || rest.starts_with("invalid value")
+                    || rest.starts_with("unexpected argument")
+                    || rest.starts_with("the argument")
+                    || rest.starts_with("a value is required")
+                    || rest.starts_with("unrecognized subcommand")
+                    || rest.starts_with("the following required arguments")
+                    || rest.starts_with("refusing to write")
+                    || rest.starts_with("cannot write")
+                    || ["run: ", "sweep: ", "audit: ", "tune: "].iter().any(|p| rest.starts_with(p))
+                    || rest.starts_with(&*exp_dir.to_string_lossy())
+                    || rest.starts_with(&*fixture.dir.path().to_string_lossy());
+                prop_assert!(names_source, "exit 2 without a source for {args:?}: {msg}");
+                if rest.starts_with(&*case_path.to_string_lossy()) && !rest.contains("field `") {
+                    let whole = [
+                        "missing",
+                        "not valid TOML",
+                        "cannot read",
+                        "larger than",
+                        "not UTF-8",
+                        "is not",
+                        "needs",
+                        "has no",
+                        "must",
+                        "no ",
+                    ]
+                    .iter()
+                    .any(|w| rest.contains(w));
+                    prop_assert!(whole, "a file-level message that names no field: {msg}");
+                }
+                prop_assert!(!names_program_types(&msg), "the program's types in {args:?}: {msg}");
             }
-            prop_assert!(!names_program_types(&msg), "the program's types in {args:?}: {msg}");
-        }
-        if code == 0 && args[1] == "run" {
-            check_summary(&out.path().join("out").join("summary.json"))?;
-        }
-        let now = fixture.snapshot();
-        for (path, bytes) in &before {
-            if path.ends_with("case.toml") {
-                continue;
+            if code == 0 && args[1] == "run" {
+                check_summary(&out.path().join("out").join("summary.json"))?;
             }
-            prop_assert!(now.get(path) == Some(bytes), "{} changed: {args:?}", path.display());
+            let now = fixture.snapshot();
+            for (path, bytes) in &before {
+                if path.ends_with("case.toml") {
+                    continue;
+                }
+                prop_assert!(now.get(path) == Some(bytes), "{} changed: {args:?}", path.display());
+            }
+            let case_now = std::fs::read(&case_path).unwrap_or_default();
+            prop_assert!(case_now == written.as_bytes(), "the case's own file changed: {args:?}");
+            Ok(())
+        })();
+        match outcome {
+            Err(e) if keep_going => {
+                let mut f = figures.lock().unwrap();
+                f.failures += 1;
+                if f.failed.len() < 50 {
+                    f.failed.push(format!("{e} in {c:?}"));
+                }
+                Ok(())
+            }
+            other => other,
         }
-        let case_now = std::fs::read(&case_path).unwrap_or_default();
-        prop_assert!(case_now == written.as_bytes(), "the case's own file changed: {args:?}");
-        Ok(())
     });
     let f = figures.lock().unwrap();
     eprintln!(
@@ -685,6 +705,10 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
     );
     eprintln!("fuzz: by command and exit: {:?}", f.by_command);
     eprintln!("fuzz: exit-2 messages by source: {:?}", f.message_kinds);
+    for failure in &f.failed {
+        eprintln!("fuzz: FAILED {failure}");
+    }
+    assert_eq!(f.failures, 0, "{} cases failed (RETRYSIM_FUZZ_KEEP_GOING)", f.failures);
     if let Err(e) = result {
         panic!("{e}");
     }
