@@ -620,6 +620,15 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
             {
                 let mut f = figures.lock().unwrap();
                 f.cases += 1;
+                if f.cases.is_multiple_of(5000) {
+                    eprintln!(
+                        "fuzz: progress {} cases in {:.0} s; exit codes {:?}; failed {}",
+                        f.cases,
+                        started.elapsed().as_secs_f64(),
+                        f.by_code,
+                        f.failures
+                    );
+                }
                 *f.by_code.entry(code).or_default() += 1;
                 *f.by_command.entry((args[1].clone(), code)).or_default() += 1;
                 if let Some(msg) = &outcome.error

@@ -271,8 +271,9 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         // The shard's files must be as it wrote them (checksums in shard.json).
         let bytes = manifest::verify(&folder, "sweep.json")?;
         let text = String::from_utf8(bytes).map_err(|_| InputError::file(&shown, "not UTF-8 text"))?;
-        let doc: SweepDoc =
-            serde_json::from_str(&text).map_err(|e| InputError::file(&shown, format!("not a sweep.json: {e}")))?;
+        let doc: SweepDoc = serde_json::from_str(&text).map_err(|e| {
+            InputError::file(&shown, format!("not a sweep.json: {}", crate::config::messages::plain(&e.to_string())))
+        })?;
         if doc.schema != SWEEP_SCHEMA {
             return Err(InputError::file(&shown, format!("schema \"{}\" is not {SWEEP_SCHEMA}", doc.schema)).into());
         }

@@ -79,6 +79,7 @@ fn names(list: &str) -> String {
         .split(',')
         .map(|n| n.trim().trim_matches('`'))
         .filter(|n| !n.is_empty())
+        .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -150,7 +151,10 @@ mod tests {
             ("invalid type: map, expected a string", "expected a string in quotes, got a table"),
             ("invalid type: integer `5`, expected a sequence", "expected an array [ … ], got the integer 5"),
             ("invalid type: integer `1`, expected a boolean", "expected true or false, got the integer 1"),
-            ("unknown field `foo`, expected one of `name`, `count`", "unknown key `foo`; allowed keys: name, count"),
+            (
+                "unknown field `foo`, expected one of `name`, `count`",
+                "unknown key `foo`; allowed keys: `name`, `count`",
+            ),
             ("missing field `name`", "missing required key `name`"),
             (
                 "invalid length 0, expected struct BudgetRaw with 5 elements",
