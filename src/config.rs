@@ -51,7 +51,8 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
     let file = path.display().to_string();
     let source =
         read::read_input(path).map_err(|e| InputError::file(&file, format!("cannot read the experiment file: {e}")))?;
-    let mut doc: Table = source.parse().map_err(|e| InputError::file(&file, format!("not valid TOML: {e}")))?;
+    let mut doc: Table =
+        source.parse().map_err(|e| InputError::file(&file, format!("not valid TOML: {}", messages::toml_error(&e))))?;
     reject_datetimes(&doc, &file)?;
     let exp_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut inputs = vec![path.to_path_buf()];
@@ -182,7 +183,8 @@ pub fn load_policy_file(path: &Path) -> InputResult<Policy> {
 fn read_policy(path: &Path, shown: &str) -> InputResult<(Table, Policy)> {
     let text =
         read::read_input(path).map_err(|e| InputError::file(shown, format!("cannot read the policy file: {e}")))?;
-    let mut table: Table = text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {e}")))?;
+    let mut table: Table =
+        text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {}", messages::toml_error(&e))))?;
     reject_datetimes(&table, shown)?;
     if !table.contains_key("name") {
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "policy".into());

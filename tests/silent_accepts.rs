@@ -144,3 +144,13 @@ fn type_errors_speak_the_format_and_blame_the_override() {
     let e = load_err(QUICKSTART, "clients.web.policy.retry_on=[5]");
     assert_eq!(e.file, "--set clients.web.policy.retry_on=[5]", "{e}");
 }
+
+#[test]
+fn an_integer_beyond_64_bits_in_a_file_is_named_in_the_formats_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.toml");
+    std::fs::write(&path, "[experiment]\nseed = 99999999999999999999\n").unwrap();
+    let e = load_experiment(&path, &[]).unwrap_err();
+    assert!(e.message.contains("the integer 99999999999999999999 is out of range"), "{e}");
+    assert!(!names_program_types(&e.to_string()), "{e}");
+}

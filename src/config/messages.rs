@@ -120,6 +120,23 @@ pub fn plain(msg: &str) -> String {
     msg.to_string()
 }
 
+/// A TOML parse error in the format's words: the parser reports an integer
+/// beyond 64 bits as "invalid type: integer `N` as i128, expected any
+/// valid TOML value"; every other line is kept.
+pub fn toml_error(e: &toml::de::Error) -> String {
+    e.to_string()
+        .lines()
+        .map(|line| match line.strip_prefix("invalid type: integer ") {
+            Some(rest) if rest.contains(" as i128") => format!(
+                "the integer {} is out of range: TOML integers are from -9223372036854775808 to 9223372036854775807",
+                rest.split(" as ").next().unwrap_or(rest).trim_matches('`')
+            ),
+            _ => plain(line),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Whether `msg` still names a type of the program instead of the format
 /// (for tests and the fuzz harness).
 pub fn names_program_types(msg: &str) -> bool {
@@ -137,6 +154,16 @@ pub fn names_program_types(msg: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_integer_beyond_64_bits_is_named_in_the_format() {
+        let e = "seed = 99999999999999999999".parse::<toml::Table>().unwrap_err();
+        assert!(names_program_types(&e.to_string()), "{e}");
+        let ours = toml_error(&e);
+        assert!(ours.contains("the integer 99999999999999999999 is out of range"), "{ours}");
+        assert!(ours.contains("line 1"), "{ours}");
+        assert!(!names_program_types(&ours), "{ours}");
+    }
 
     #[test]
     fn serde_messages_speak_the_format() {
