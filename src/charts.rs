@@ -53,7 +53,8 @@ fn axis_value(text: &str) -> Option<f64> {
 }
 
 fn read_json(path: &Path) -> anyhow::Result<Value> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::config::read::read_text(path, crate::config::read::MAX_DATA_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
 }
 

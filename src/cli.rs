@@ -98,6 +98,14 @@ pub struct ExperimentArgs {
     pub quiet: bool,
 }
 
+/// `--jobs`: 1 to 1024 (each job is a thread).
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!("expected a number of parallel runs from 1 to 1024, got \"{text}\"")),
+    }
+}
+
 /// Options of commands that simulate.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimArgs {
@@ -110,8 +118,8 @@ pub struct SimArgs {
     /// What to print on stdout.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Parallel runs [default: one per core]. Results do not depend on it.
-    #[arg(long, value_name = "N")]
+    /// Parallel runs, 1 to 1024 [default: one per core]. Results do not depend on it.
+    #[arg(long, value_name = "N", value_parser = parse_jobs)]
     pub jobs: Option<usize>,
     /// Do not draw charts.
     #[arg(long)]
@@ -131,9 +139,9 @@ pub struct RunArgs {
     /// Write every attempt as JSON Lines to FILE (why it was made, what followed).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// Trace only this deterministic fraction of intents (0 < F <= 1).
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
-    pub trace_sample: f64,
+    /// Trace only this deterministic fraction of intents (0 < F <= 1) [default: 1; needs --trace].
+    #[arg(long, value_name = "F")]
+    pub trace_sample: Option<f64>,
     /// Compare every variant with this one [default: the first].
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
@@ -144,7 +152,7 @@ pub struct RunArgs {
     /// The most replications --precision may run per variant.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub max_replications: u32,
-    /// Run even when the estimated memory exceeds what is available.
+    /// Run even when the estimate exceeds the available memory or an hour of CPU time.
     #[arg(long)]
     pub force: bool,
     /// Run only this variant (repeatable).
@@ -152,14 +160,32 @@ pub struct RunArgs {
     pub variants: Vec<String>,
 }
 
-/// Parses the command line, runs the command and returns the exit status.
-pub fn main() -> i32 {
-    crate::interrupt::install();
-    let cli = match Cli::try_parse() {
+/// What a command line came to: its exit status and, when it failed, the
+/// message for stderr (`error: FILE: field `X`: what is allowed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The exit status.
+    pub code: i32,
+    /// The error message, if the command failed (help and version text go to stdout).
+    pub error: Option<String>,
+}
+
+/// Runs the command line `args` (the program name first) in this process,
+/// as the binary does, but without installing signal handlers and
+/// without printing the error: it is returned instead.
+pub fn execute<I, T>(args: I) -> Outcome
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            return Outcome { code: EXIT_BAD_INPUT, error: Some(e.render().to_string().trim_end().to_string()) };
+        }
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { EXIT_BAD_INPUT } else { EXIT_OK };
+            return Outcome { code: EXIT_OK, error: None };
         }
     };
     let result = match cli.command {
@@ -174,14 +200,20 @@ pub fn main() -> i32 {
         Command::Report(args) => plot::run_report(&args),
     };
     match result {
-        Ok(code) => code,
+        Ok(code) => Outcome { code, error: None },
         Err(e) if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() => {
-            eprintln!("{e}");
-            crate::interrupt::EXIT_INTERRUPTED
+            Outcome { code: crate::interrupt::EXIT_INTERRUPTED, error: Some(e.to_string()) }
         }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            EXIT_BAD_INPUT
-        }
+        Err(e) => Outcome { code: EXIT_BAD_INPUT, error: Some(format!("error: {e:#}")) },
     }
+}
+
+/// Parses the command line, runs the command and returns the exit status.
+pub fn main() -> i32 {
+    crate::interrupt::install();
+    let outcome = execute(std::env::args_os());
+    if let Some(message) = &outcome.error {
+        eprintln!("{message}");
+    }
+    outcome.code
 }

@@ -6,8 +6,10 @@
 //! so that every error can name the file and the field path; only then is
 //! the document deserialized and validated.
 
+pub mod messages;
 pub mod overrides;
 pub mod raw;
+pub mod read;
 pub mod scenario;
 pub mod units;
 pub mod validate;
@@ -61,9 +63,11 @@ type Origins = BTreeMap<String, String>;
 /// directory), and validates every variant.
 pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> {
     let file = path.display().to_string();
-    let source = std::fs::read_to_string(path)
-        .map_err(|e| InputError::file(&file, format!("cannot read the experiment file: {e}")))?;
-    let mut doc: Table = source.parse().map_err(|e| InputError::file(&file, format!("not valid TOML: {e}")))?;
+    let source =
+        read::read_input(path).map_err(|e| InputError::file(&file, format!("cannot read the experiment file: {e}")))?;
+    let mut doc: Table =
+        source.parse().map_err(|e| InputError::file(&file, format!("not valid TOML: {}", messages::toml_error(&e))))?;
+    reject_datetimes(&doc, &file)?;
     let exp_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut inputs = vec![path.to_path_buf()];
 
@@ -78,6 +82,11 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
         .iter()
         .map(|s| overrides::split_assignment(s).map_err(|m| InputError::file(format!("--set {s}"), m)))
         .collect::<InputResult<_>>()?;
+    for (s, (k, v)) in sets.iter().zip(&cli) {
+        if let Some(at) = datetime_in(v, k) {
+            return Err(InputError::field(format!("--set {s}"), at, DATETIME));
+        }
+    }
 
     let default_name = doc
         .get("experiment")
@@ -131,11 +140,40 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
     Ok(Experiment { path: path.to_path_buf(), source, variants: scenarios, inputs })
 }
 
+/// Why a TOML date or time is refused: no field of the formats is one.
+const DATETIME: &str =
+    "a TOML date or time is not a value of any field: quote it (\"2024-01-01\") if it is meant as a name";
+
+/// The field path of the first TOML date or time in `v` (at `path`), if any.
+fn datetime_in(v: &Value, path: &str) -> Option<String> {
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match v {
+        Value::Datetime(_) => Some(path.to_string()),
+        Value::Array(items) => {
+            items.iter().enumerate().find_map(|(i, x)| datetime_in(x, &join(&overrides::element_label(x, i))))
+        }
+        Value::Table(t) => t.iter().find_map(|(k, x)| datetime_in(x, &join(k))),
+        _ => None,
+    }
+}
+
+/// Refuses a document with a TOML date or time anywhere: the formats have
+/// none, and one would otherwise be read as text (a name "1979-05-27").
+fn reject_datetimes(doc: &Table, file: &str) -> InputResult<()> {
+    match doc.iter().find_map(|(k, v)| datetime_in(v, k)) {
+        Some(at) => Err(InputError::field(file, at, DATETIME)),
+        None => Ok(()),
+    }
+}
+
 /// Names the `--set` argument as the source of an error in a field it set
 /// (or inside a table it set), instead of the experiment file.
 fn blame_override(e: InputError, sets: &[String], cli: &[(String, Value)]) -> InputError {
     let Some(field) = &e.field else { return e };
-    let culprit = sets.iter().zip(cli).rev().find(|(_, (k, _))| field == k || field.starts_with(&format!("{k}.")));
+    let culprit =
+        sets.iter().zip(cli).rev().find(|(_, (k, _))| {
+            field == k || field.starts_with(&format!("{k}.")) || field.starts_with(&format!("{k}["))
+        });
     match culprit {
         Some((s, _)) => InputError { file: format!("--set {s}"), ..e },
         None => e,
@@ -157,9 +195,11 @@ pub fn load_policy_file(path: &Path) -> InputResult<Policy> {
 /// Reads a policy file: its table (with `name` filled from the file stem)
 /// and the validated policy. Errors name the policy file.
 fn read_policy(path: &Path, shown: &str) -> InputResult<(Table, Policy)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::file(shown, format!("cannot read the policy file: {e}")))?;
-    let mut table: Table = text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {e}")))?;
+    let text =
+        read::read_input(path).map_err(|e| InputError::file(shown, format!("cannot read the policy file: {e}")))?;
+    let mut table: Table =
+        text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {}", messages::toml_error(&e))))?;
+    reject_datetimes(&table, shown)?;
     if !table.contains_key("name") {
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "policy".into());
         table.insert("name".into(), Value::String(stem));
@@ -240,7 +280,7 @@ fn resolve_slot(
 fn deserialize_at<T: DeserializeOwned>(value: Value, file: &str, prefix: &str) -> InputResult<T> {
     serde_path_to_error::deserialize(value.clone()).map_err(|e: serde_path_to_error::Error<toml::de::Error>| {
         let path = pretty_path(&value, e.path(), prefix);
-        let msg = e.inner().message().trim().to_string();
+        let msg = messages::plain(e.inner().message());
         if path.is_empty() { InputError::file(file, msg) } else { InputError::field(file, path, msg) }
     })
 }

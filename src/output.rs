@@ -5,6 +5,7 @@ pub mod columns;
 pub mod export;
 pub mod files;
 pub mod findings;
+pub mod manifest;
 pub mod notes;
 pub mod report;
 pub mod summary;
@@ -14,5 +15,5 @@ pub mod timeseries;
 pub mod trace;
 pub mod vs_baseline;
 
-pub use files::write_atomic;
+pub use files::{check_outputs, write_atomic, write_streamed};
 pub use summary::{VariantSummary, summarize_runs, summary_json};

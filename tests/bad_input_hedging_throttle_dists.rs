@@ -142,7 +142,7 @@ fn hedging_mistakes() {
     policy_case(
         "per_try_timeout = \"1s\"\n[hedging]\ndelay = \"5ms\"\ncopies = 2\n",
         "hedging.copies",
-        "unknown field",
+        "unknown key `copies`; allowed keys: `max_attempts`, `delay`",
     );
 }
 
@@ -200,7 +200,11 @@ fn breaker_and_backoff_mistakes() {
         "backoff.throttling_base",
         "at most `cap`",
     );
-    policy_case("per_try_timeout = \"1s\"\nretry_after_clamp = \"never\"\n", "retry_after_clamp", "finite");
+    policy_case(
+        "per_try_timeout = \"1s\"\nretry_after_clamp = \"never\"\n",
+        "retry_after_clamp",
+        "\"never\" is not allowed here",
+    );
 }
 
 #[test]

@@ -165,7 +165,7 @@ fn a_range_is_searched_by_the_optimizer_within_its_bounds_and_deterministically(
     assert_eq!(a["winner"], b["winner"], "the same winner with any --jobs");
     assert_eq!(a["front"], b["front"]);
     let base = a["winner"]["values"]["backoff.base"].as_str().unwrap();
-    let ns = humantime::parse_duration(base).unwrap().as_nanos() as f64;
+    let ns = retrysim::config::units::parse_duration(base).unwrap() as f64;
     assert!((5e6..=5e8).contains(&ns), "{base}");
     // Rounded to three significant digits, as a person would write it.
     let digits: String = base.chars().filter(char::is_ascii_digit).collect();

@@ -283,11 +283,20 @@ fn ttl_findings(s: &Scenario) -> Vec<Finding> {
     out
 }
 
+/// How every probe runs: one after the other, each fully traced (a
+/// failure's counterexample is one of its intents).
+pub const PROBE_OPTIONS: RunOptions = RunOptions { trace_fraction: 1.0, lean: false };
+
+/// The scenario of every breakpoint [`audit`] runs, for its estimate.
+pub fn probe_scenarios(base: &Scenario) -> Vec<Scenario> {
+    probes(base).into_iter().map(|p| p.scenario).collect()
+}
+
 /// Runs every breakpoint of `base` and checks the invariants.
 pub fn audit(base: &Scenario) -> Vec<Finding> {
     let mut findings = ttl_findings(base);
     for probe in probes(base) {
-        let run = simulate_with(&probe.scenario, 0, RunOptions { trace_fraction: 1.0, lean: false });
+        let run = simulate_with(&probe.scenario, 0, PROBE_OPTIONS);
         for check in &probe.checks {
             let (failure, trace) = match check.judge(&run) {
                 None => (None, Vec::new()),

@@ -44,6 +44,20 @@ pub fn parse_param(text: &str) -> InputResult<Param> {
     Ok(Param { key: key.to_string(), values })
 }
 
+/// Parses every `--param`, refusing a key given twice (a grid has one axis per key).
+pub fn parse_params(texts: &[String]) -> InputResult<Vec<Param>> {
+    let params: Vec<Param> = texts.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
+    for (i, p) in params.iter().enumerate() {
+        if params[..i].iter().any(|q| q.key == p.key) {
+            return Err(InputError::file(
+                format!("--param {}", texts[i]),
+                format!("{} is swept twice: give each key once, with all its values (KEY=a,b,c)", p.key),
+            ));
+        }
+    }
+    Ok(params)
+}
+
 /// Splits on commas that are not inside brackets, braces or quotes.
 fn split_top_level(spec: &str) -> Vec<String> {
     let (mut out, mut cur, mut depth, mut quote) = (Vec::new(), String::new(), 0i32, false);
@@ -152,7 +166,12 @@ impl Knee {
         let err = |m: &str| InputError::file(format!("--knee {text}"), m.to_string());
         for op in [">=", "<=", ">", "<"] {
             if let Some((m, t)) = text.split_once(op) {
-                let threshold: f64 = t.trim().parse().map_err(|_| err("the threshold must be a number"))?;
+                let threshold: f64 = t
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|x: &f64| x.is_finite())
+                    .ok_or_else(|| err("the threshold must be a finite number, such as 0.99"))?;
                 let metric = m.trim().to_string();
                 if !crate::metrics::METRICS.contains(&metric.as_str()) {
                     return Err(err(&format!(
@@ -189,6 +208,11 @@ mod tests {
         assert_eq!(parse_param("d=10ms..1s:3").unwrap().values, vec!["10ms", "505ms", "1000ms"]);
         assert_eq!(parse_param("p=[1,2],{a=1,b=2}").unwrap().values, vec!["[1,2]", "{a=1,b=2}"]);
         assert!(parse_param("a=1..2:1").is_err());
+        assert!(parse_params(&["a=1,2".into(), "a=3".into()]).unwrap_err().message.contains("twice"));
+        assert_eq!(parse_params(&["a=1,2".into(), "b=3".into()]).unwrap().len(), 2);
+        for nan in ["success_rate>=nan", "success_rate<inf", "success_rate>-inf"] {
+            assert!(Knee::parse(nan).unwrap_err().message.contains("finite"), "{nan}");
+        }
         assert!(parse_param("novalue").is_err());
     }
 

@@ -295,7 +295,7 @@ pub fn save(chart: &Chart, dir: &Path, stem: &str) -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&tmp_png);
         return Err(e);
     }
-    std::fs::rename(&tmp_png, dir.join(format!("{stem}.png")))?;
+    crate::output::files::install(&tmp_png, &dir.join(format!("{stem}.png")), &[])?;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();

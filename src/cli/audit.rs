@@ -18,6 +18,9 @@ pub struct AuditArgs {
     /// Audit this variant [default: the first].
     #[arg(long = "variant", value_name = "NAME")]
     pub variant: Option<String>,
+    /// Run even when the estimate exceeds the available memory or an hour of CPU time.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Runs the `audit` command.
@@ -37,6 +40,19 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<i32> {
             )
         })?,
     };
+    // The probes run one after the other, each traced in full and dropped once judged.
+    let probes = crate::analysis::audit::probe_scenarios(scenario);
+    crate::analysis::estimate::Workload {
+        command: "audit",
+        runs: probes.iter().map(|p| (p, 1)).collect(),
+        options: crate::analysis::audit::PROBE_OPTIONS,
+        jobs: 1,
+        keeps_results: false,
+        extra_bytes: 0.0,
+        memory_knobs: "lower client rates (audit runs at most 20 s of the experiment and traces every attempt)",
+        time_knobs: "lower client rates (audit runs at most 20 s of the experiment)",
+    }
+    .check(args.force)?;
     let findings = audit(scenario);
     // Probes cut short by Ctrl-C prove nothing.
     crate::interrupt::check()?;

@@ -10,6 +10,9 @@ use crate::output::{self, summary_json, write_atomic};
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// The files `run` writes into its output folder (besides the charts).
+const OUTPUTS: [&str; 5] = ["summary.json", "experiment.toml", "summary.csv", "timeseries.csv", "faults.csv"];
+
 /// The default output folder: `out/<experiment-stem>/`.
 pub fn default_out(experiment: &std::path::Path) -> PathBuf {
     let stem = experiment.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "experiment".into());
@@ -50,6 +53,16 @@ fn precision_line(p: Option<&(f64, crate::analysis::precision::PrecisionOutcome)
     }
 }
 
+/// Refuses a `--variant` given twice.
+pub fn unique_variants(variants: &[String]) -> Result<(), InputError> {
+    for (i, v) in variants.iter().enumerate() {
+        if variants[..i].contains(v) {
+            return Err(InputError::file(format!("--variant {v}"), "given twice: name each variant once"));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the `run` command.
 pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let mut sets = args.exp.sets.clone();
@@ -62,6 +75,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         }
         sets.push(format!("experiment.replications={r}"));
     }
+    unique_variants(&args.variants)?;
+    if args.trace.is_none()
+        && let Some(f) = args.trace_sample
+    {
+        return Err(InputError::file(
+            format!("--trace-sample {f}"),
+            "samples the trace, but there is no --trace FILE to write it to",
+        )
+        .into());
+    }
+    let trace_sample = args.trace_sample.unwrap_or(1.0);
     let mut exp = load_experiment(&args.exp.experiment, &sets)?;
     if !args.variants.is_empty() {
         let names: Vec<String> = exp.variants.iter().map(|v| v.variant.clone()).collect();
@@ -93,17 +117,41 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     };
     let jobs = args.sim.jobs.unwrap_or(0);
     let started = Instant::now();
-    if !(args.trace_sample > 0.0 && args.trace_sample <= 1.0) {
-        return Err(InputError::file(
-            "--trace-sample",
-            format!("must be a fraction in (0, 1], got {}", args.trace_sample),
-        )
-        .into());
+    if !(trace_sample > 0.0 && trace_sample <= 1.0) {
+        return Err(
+            InputError::file("--trace-sample", format!("must be a fraction in (0, 1], got {trace_sample}")).into()
+        );
     }
-    let options =
-        RunOptions { trace_fraction: if args.trace.is_some() { args.trace_sample } else { 0.0 }, lean: false };
-    let runs: u64 = exp.variants.iter().map(|v| v.replications as u64).sum();
-    crate::analysis::estimate::check_fits("run", &exp.variants, options, jobs, runs, args.force)?;
+    let options = RunOptions { trace_fraction: if args.trace.is_some() { trace_sample } else { 0.0 }, lean: false };
+    // --precision may add replications up to --max-replications per variant.
+    let most = |v: &crate::config::Scenario| match args.precision {
+        Some(_) => v.replications.max(args.max_replications) as u64,
+        None => v.replications as u64,
+    };
+    let runs: u64 = exp.variants.iter().map(most).sum();
+    crate::analysis::estimate::Workload {
+        command: "run",
+        runs: exp.variants.iter().map(|v| (v, most(v))).collect(),
+        options,
+        jobs,
+        keeps_results: true,
+        extra_bytes: 0.0,
+        memory_knobs: if options.trace_fraction > 0.0 {
+            "fewer --jobs, replications or variants (--variant), a smaller --trace-sample"
+        } else {
+            "fewer --jobs, replications or variants (--variant)"
+        },
+        time_knobs: "fewer replications or variants (--variant)",
+    }
+    .check(args.force)?;
+    let out = args.sim.out.clone().unwrap_or_else(|| default_out(&exp.path));
+    // Every output against every input, before anything is simulated or written.
+    let mut outputs: Vec<PathBuf> = OUTPUTS.iter().map(|name| out.join(name)).collect();
+    outputs.extend(args.trace.clone());
+    output::check_outputs(&outputs, &exp.inputs)?;
+    if !args.sim.no_plots {
+        output::files::check_chart_folder(&out, &exp.inputs)?;
+    }
     let bar = progress_bar(runs, args.exp.quiet);
     let (set, precision) = match args.precision {
         None => (run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?, None),
@@ -134,7 +182,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let elapsed = started.elapsed().as_secs_f64();
     let summaries = output::summary::summarize_against(&set, baseline);
 
-    let out = args.sim.out.clone().unwrap_or_else(|| default_out(&exp.path));
     let json = serde_json::to_string_pretty(&summary_json(&exp, &set, &summaries))? + "\n";
     let csv = output::table::render_csv(&summaries)?;
     write_atomic(&out.join("summary.json"), json.as_bytes(), &exp.inputs)?;
@@ -148,7 +195,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         crate::charts::run_charts(&out, &out)?;
     }
     if let Some(path) = &args.trace {
-        write_atomic(path, &output::trace::render_trace(&set)?, &exp.inputs)?;
+        output::write_streamed(path, &exp.inputs, |w| output::trace::write_trace(&set, w))?;
     }
 
     let replications = set.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);

@@ -2,13 +2,14 @@
 
 use super::{EXIT_OK, ExperimentArgs, Format, SimArgs};
 use crate::analysis::sweep::{
-    Knee, MAX_GRID_POINTS, Param, grid, grid_size, in_shard, parse_param, parse_shard, shard_size,
+    Knee, MAX_GRID_POINTS, Param, grid, grid_size, in_shard, parse_params, parse_shard, shard_size,
 };
 use crate::analysis::{RunSet, run_all_with};
 use crate::config::{Scenario, load_experiment};
 use crate::engine::random::hash_words;
 use crate::error::InputError;
 use crate::model::RunOptions;
+use crate::output::manifest::{self, MANIFEST, Manifest};
 use crate::output::summarize_runs;
 use crate::output::sweep::{
     MetricDoc, PointDoc, SWEEP_SCHEMA, ShardInfo, SweepDoc, SweepExperiment, VariantPoint, merge,
@@ -39,7 +40,7 @@ pub struct SweepArgs {
     /// Sweep only this variant (repeatable).
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
-    /// Run even when the estimated memory exceeds what is available.
+    /// Run even when the estimate exceeds the available memory or an hour of CPU time.
     #[arg(long)]
     pub force: bool,
 }
@@ -78,7 +79,8 @@ fn fingerprint(inputs: &[PathBuf], sets: &[String]) -> String {
 
 /// Runs the `sweep` command.
 pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
-    let params: Vec<Param> = args.params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
+    let params: Vec<Param> = parse_params(&args.params)?;
+    super::run::unique_variants(&args.variants)?;
     let knee = Knee::parse(&args.knee)?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     let mut sets = args.exp.sets.clone();
@@ -125,20 +127,27 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     let options = RunOptions::metrics_only();
     // Before building and loading the points: the base experiment's runs times the points.
     let mine_count = shard_size(size, shard);
-    let base_runs: u64 = base
-        .variants
-        .iter()
-        .filter(|v| args.variants.is_empty() || args.variants.contains(&v.variant))
-        .map(|v| v.replications as u64)
-        .sum();
-    crate::analysis::estimate::check_fits(
-        "sweep",
-        &base.variants,
+    crate::analysis::estimate::Workload {
+        command: "sweep",
+        runs: base
+            .variants
+            .iter()
+            .filter(|v| args.variants.is_empty() || args.variants.contains(&v.variant))
+            .map(|v| (v, v.replications as u64 * mine_count))
+            .collect(),
         options,
-        args.sim.jobs.unwrap_or(0),
-        base_runs * mine_count,
-        args.force,
-    )?;
+        jobs: args.sim.jobs.unwrap_or(0),
+        keeps_results: true,
+        extra_bytes: 0.0,
+        memory_knobs: "fewer --jobs, replications, variants or sweep points",
+        time_knobs: "fewer replications, variants or sweep points",
+    }
+    .check(args.force)?;
+    let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&base.path).join("sweep"));
+    crate::output::check_outputs(&[out.join("sweep.json"), out.join("sweep.csv"), out.join(MANIFEST)], &base.inputs)?;
+    if !args.sim.no_plots && shard.is_none() {
+        crate::output::files::check_chart_folder(&out, &base.inputs)?;
+    }
     let points = grid(&params);
     // Load every point of this shard (each may fail on a bad value).
     let mut scenarios: Vec<Scenario> = Vec::new();
@@ -224,9 +233,14 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         });
     }
     doc.compute_knees();
-    let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&base.path).join("sweep"));
-    write_atomic(&out.join("sweep.json"), doc.to_json()?.as_bytes(), &base.inputs)?;
-    write_atomic(&out.join("sweep.csv"), doc.to_csv()?.as_bytes(), &base.inputs)?;
+    let (json, csv) = (doc.to_json()?, doc.to_csv()?);
+    write_atomic(&out.join("sweep.json"), json.as_bytes(), &base.inputs)?;
+    write_atomic(&out.join("sweep.csv"), csv.as_bytes(), &base.inputs)?;
+    if doc.shard.is_some() {
+        // What `merge` verifies: the shard's own files, as written, and this version.
+        let record = Manifest::of(&[("sweep.json", json.as_bytes()), ("sweep.csv", csv.as_bytes())]);
+        write_atomic(&out.join(MANIFEST), record.to_json().as_bytes(), &base.inputs)?;
+    }
     if !args.sim.no_plots && doc.shard.is_none() {
         crate::charts::sweep_charts(&out, &out)?;
     }
@@ -255,19 +269,26 @@ fn print_doc(doc: &SweepDoc, format: Format) -> anyhow::Result<()> {
 /// Runs the `merge` command.
 pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     let mut docs = Vec::new();
+    let mut inputs: Vec<PathBuf> = Vec::new();
     for dir in &args.dirs {
-        let path = if dir.is_file() { dir.clone() } else { dir.join("sweep.json") };
+        // A shard's folder, or its sweep.json.
+        let folder = if dir.is_file() { dir.parent().map(PathBuf::from).unwrap_or_default() } else { dir.clone() };
+        let path = folder.join("sweep.json");
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| InputError::file(&shown, format!("cannot read: {e}")))?;
-        let doc: SweepDoc =
-            serde_json::from_str(&text).map_err(|e| InputError::file(&shown, format!("not a sweep.json: {e}")))?;
+        inputs.extend([path.clone(), folder.join("sweep.csv"), folder.join(MANIFEST)]);
+        // The shard's files must be as it wrote them (checksums in shard.json).
+        let bytes = manifest::verify(&folder, "sweep.json")?;
+        let text = String::from_utf8(bytes).map_err(|_| InputError::file(&shown, "not UTF-8 text"))?;
+        let doc: SweepDoc = serde_json::from_str(&text).map_err(|e| {
+            InputError::file(&shown, format!("not a sweep.json: {}", crate::config::messages::plain(&e.to_string())))
+        })?;
         if doc.schema != SWEEP_SCHEMA {
             return Err(InputError::file(&shown, format!("schema \"{}\" is not {SWEEP_SCHEMA}", doc.schema)).into());
         }
         docs.push((dir.display().to_string(), doc));
     }
+    crate::output::check_outputs(&[args.out.join("sweep.json"), args.out.join("sweep.csv")], &inputs)?;
     let merged = merge(docs).map_err(|m| InputError::file("retrysim merge", m))?;
-    let inputs: Vec<PathBuf> = args.dirs.iter().map(|d| d.join("sweep.json")).collect();
     write_atomic(&args.out.join("sweep.json"), merged.to_json()?.as_bytes(), &inputs)?;
     write_atomic(&args.out.join("sweep.csv"), merged.to_csv()?.as_bytes(), &inputs)?;
     if !args.no_plots {

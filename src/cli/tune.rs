@@ -46,7 +46,8 @@ pub struct TuneArgs {
     /// give the full replications only to the better half, round by round.
     #[arg(long)]
     pub halving: bool,
-    /// Run even when the estimated memory exceeds what is available.
+    /// Run even when the estimate exceeds the available memory or an hour of
+    /// CPU time, and emit over an existing file that tune did not write.
     #[arg(long)]
     pub force: bool,
 }
@@ -95,9 +96,10 @@ fn emit_path(emit: &Path, edge: &str, edges: usize) -> PathBuf {
 
 /// Writes the winner's policy of every tuned edge; returns the files.
 fn emit_policies(
-    args: &TuneArgs,
+    emit: &Path,
     ctx: &Context,
     exp: &crate::config::Experiment,
+    inputs: &[PathBuf],
     r: &Report,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let spec = ctx.spec;
@@ -107,16 +109,15 @@ fn emit_policies(
     let mut win_sets = ctx.sets.to_vec();
     win_sets.extend(best.candidate.overrides(spec));
     let won = load_experiment(&exp.path, &win_sets)?;
-    let emit = args.emit.clone().unwrap_or_else(|| out_dir(args, &exp.path).join("tuned-policy.toml"));
     let mut written = Vec::new();
     for edge in &spec.edges {
-        let path = emit_path(&emit, edge, spec.edges.len());
+        let path = emit_path(emit, edge, spec.edges.len());
         let mut policy = policy_at(&won.variants[0], edge).expect("checked before the search").clone();
         // Named after its file, as the presets are.
         policy.name =
             path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "tuned-policy".into());
         let mut file = String::new();
-        let _ = writeln!(file, "# Tuned by `retrysim tune {}` for {edge}.", exp.path.display());
+        let _ = writeln!(file, "{EMITTED}{}` for {edge}.", exp.path.display());
         let scen: Vec<String> = spec.scenarios.iter().map(|p| p.display().to_string()).collect();
         let _ = writeln!(file, "# Scenarios (judged on the worst): {}", scen.join(", "));
         let _ = writeln!(
@@ -138,7 +139,7 @@ fn emit_policies(
         let _ = writeln!(file, "# Chosen values: {}", best.candidate.label(spec));
         let _ = writeln!(file, "# Chosen as: {}\n", choice.chosen_by);
         file.push_str(&crate::policy::file::to_toml(&policy));
-        crate::output::write_atomic(&path, file.as_bytes(), &exp.inputs)?;
+        crate::output::write_atomic(&path, file.as_bytes(), inputs)?;
         written.push(path);
     }
     Ok(written)
@@ -146,6 +147,34 @@ fn emit_policies(
 
 fn out_dir(args: &TuneArgs, exp: &Path) -> PathBuf {
     args.sim.out.clone().unwrap_or_else(|| super::run::default_out(exp))
+}
+
+/// The first line of every policy file `tune` writes.
+const EMITTED: &str = "# Tuned by `retrysim tune ";
+
+/// Refuses to emit over a file a scenario reads (always), or over an
+/// existing file that is not a policy `tune` wrote (unless `force`).
+fn check_emit(emit: &std::path::Path, inputs: &[PathBuf], force: bool) -> anyhow::Result<()> {
+    let shown = format!("--emit {}", emit.display());
+    crate::output::check_outputs(&[emit.to_path_buf()], inputs).map_err(|e| {
+        let why = if e.to_string().contains("input file") {
+            " (the tune experiment, one of its scenarios or a policy they load): choose another path"
+        } else {
+            ""
+        };
+        InputError::file(&shown, format!("{e:#}{why}"))
+    })?;
+    if emit.is_file() {
+        let text = crate::config::read::read_input(emit).unwrap_or_default();
+        if !text.starts_with(EMITTED) && !force {
+            return Err(InputError::file(
+                shown,
+                "the file exists and is not a policy written by `retrysim tune` (its first line would start with \"# Tuned by `retrysim tune\"): choose another path, or --force to replace it",
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Runs the `tune` command.
@@ -173,6 +202,18 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
             "successive halving screens a list of candidates; a space with a range (\"LO..HI\") is searched by the optimizer instead",
         )
         .into());
+    }
+    // The emitted files, checked before the search against every file any
+    // scenario reads and against files this command did not write.
+    let emit = args.emit.clone().unwrap_or_else(|| out_dir(args, &exp.path).join("tuned-policy.toml"));
+    let mut inputs = exp.inputs.clone();
+    for path in &spec.scenarios {
+        inputs.extend(load_experiment(path, &sets)?.inputs);
+    }
+    inputs.sort();
+    inputs.dedup();
+    for edge in &spec.edges {
+        check_emit(&emit_path(&emit, edge, spec.edges.len()), &inputs, args.force)?;
     }
     let budget = args.candidates.unwrap_or(if spec.has_ranges() { 60 } else { 200 }) as u64;
     let method = method(&spec, budget);
@@ -217,7 +258,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
         chart: None,
     };
     if report.choice.is_some() {
-        report.emitted = emit_policies(args, &ctx, &exp, &report)?;
+        report.emitted = emit_policies(&emit, &ctx, &exp, &inputs, &report)?;
         if !args.sim.no_plots {
             // Charts go to the output folder, never beside a policy in policies/.
             let dir = out_dir(args, &exp.path);

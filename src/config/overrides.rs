@@ -44,9 +44,16 @@ fn set_in_table(table: &mut Table, segs: &[&str], value: Value, walked: String) 
         table.insert(head.to_string(), value);
         return Ok(());
     }
+    if !table.contains_key(head) && ARRAYS.contains(&head) {
+        // An array of tables that is not there has no element to set.
+        return Err(format!("`{here}` has no entries: there is no \"{}\" to set `{}` in", rest[0], segs.join(".")));
+    }
     let child = table.entry(head.to_string()).or_insert_with(|| Value::Table(Table::new()));
     set_in_value(child, rest, value, here)
 }
+
+/// Keys whose values are arrays of tables, addressed by element.
+const ARRAYS: [&str; 5] = ["clients", "operations", "services", "faults", "calls"];
 
 fn set_in_value(node: &mut Value, segs: &[&str], value: Value, walked: String) -> Result<(), String> {
     match node {
@@ -137,6 +144,11 @@ mod tests {
         let call = api["calls"].as_array().unwrap()[0].as_table().unwrap();
         assert_eq!(call["policy"]["max_attempts"].as_integer(), Some(1));
         assert_eq!(d["faults"].as_array().unwrap()[0]["probability"].as_float(), Some(0.5));
+        // An array that is not there is not made up as a table.
+        let mut bare: Table = "[experiment]\n".parse().unwrap();
+        let e = apply(&mut bare, "faults.0.start", Value::String("1s".into())).unwrap_err();
+        assert!(e.contains("`faults` has no entries"), "{e}");
+        assert!(!bare.contains_key("faults"));
     }
 
     #[test]

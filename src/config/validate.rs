@@ -18,6 +18,9 @@ use crate::error::{InputError, InputResult};
 use crate::model::Dist;
 use std::collections::BTreeMap;
 
+/// Why `"never"` is refused where a finite duration is needed.
+const NEVER_NOT_HERE: &str = "\"never\" is not allowed here: give a duration such as \"250ms\" or \"2s\" (\"never\" is for per_try_timeout, deadline, max_retry_after, backoff.cap, a fault's duration, and a ledger's ttl and lease)";
+
 /// The most side-effect kinds (`commits` names) an experiment may use.
 pub const MAX_EFFECT_KINDS: usize = 8;
 
@@ -36,16 +39,36 @@ impl V<'_> {
         InputError::field(self.file, field, msg)
     }
 
+    /// A duration; `"never"` is refused (see [`V::dur_or_never`]).
     fn dur(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
         match v {
             None => Ok(default),
-            Some(s) if s.trim() == "never" => Ok(NEVER),
+            Some(s) if s.trim() == "never" => Err(self.err(field, NEVER_NOT_HERE)),
             Some(s) => parse_duration(s).map_err(|m| self.err(field, m)),
+        }
+    }
+
+    /// A duration or `"never"` (no limit), for the fields whose default is
+    /// no limit: timeouts, deadlines, `max_retry_after`, a backoff cap, a
+    /// fault's duration, a ledger's ttl and lease.
+    fn dur_or_never(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
+        match v {
+            Some(s) if s.trim() == "never" => Ok(NEVER),
+            _ => self.dur(field, v, default),
         }
     }
 
     fn positive_dur(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
         let d = self.dur(field, v, default)?;
+        if d == 0 {
+            return Err(self.err(field, "must be longer than 0"));
+        }
+        Ok(d)
+    }
+
+    /// [`V::positive_dur`] that also takes `"never"`.
+    fn positive_dur_or_never(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
+        let d = self.dur_or_never(field, v, default)?;
         if d == 0 {
             return Err(self.err(field, "must be longer than 0"));
         }
@@ -469,8 +492,8 @@ fn ledger(v: &V, l: &LedgerRaw, field: &str) -> InputResult<LedgerSpec> {
             ));
         }
     };
-    let ttl = v.positive_dur(&f("ttl"), l.ttl.as_ref(), 86_400_000_000_000)?;
-    let lease = v.positive_dur(&f("lease"), l.lease.as_ref(), 30_000_000_000)?;
+    let ttl = v.positive_dur_or_never(&f("ttl"), l.ttl.as_ref(), 86_400_000_000_000)?;
+    let lease = v.positive_dur_or_never(&f("lease"), l.lease.as_ref(), 30_000_000_000)?;
     let atomic = l.atomic.unwrap_or(true);
     if atomic && l.record_delay.is_some() {
         return Err(v.err(&f("record_delay"), "only used with atomic = false"));

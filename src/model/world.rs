@@ -307,6 +307,8 @@ struct HostState {
     admitted: u32,
     /// The slowdown factor the work in service here was last timed with.
     speed: f64,
+    /// [`World::fill_workers`] is serving the queue (further up the stack).
+    filling: bool,
 }
 
 /// A non-atomic ledger's record write in flight.
@@ -491,6 +493,7 @@ impl<'s> World<'s> {
                         limiter: spec.hosts.concurrency_limit.map(Limiter::new),
                         admitted: 0,
                         speed: 1.0,
+                        filling: false,
                     });
                 }
                 let caches = spec

@@ -22,7 +22,7 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
             return Err(v.err(&f("name"), "fault names must be unique"));
         }
         let start = v.dur(&f("start"), fr.start.as_ref(), 0)?;
-        let length = v.dur(&f("duration"), fr.duration.as_ref(), NEVER)?;
+        let length = v.dur_or_never(&f("duration"), fr.duration.as_ref(), NEVER)?;
         let present = [
             ("capacity", fr.capacity.is_some()),
             ("status", fr.status.is_some()),
@@ -75,9 +75,6 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
                 let down = v.positive_dur(&f("restart_after"), fr.restart_after.as_ref(), 0).map_err(|_| {
                     v.err(&f("restart_after"), "required: how long the service is down, such as \"5s\"")
                 })?;
-                if down == NEVER {
-                    return Err(v.err(&f("restart_after"), "must be finite"));
-                }
                 let (target, host) = target_of(v, services, &fr.target, &f("target"))?;
                 faults.push(FaultSpec {
                     name: label,

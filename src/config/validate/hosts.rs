@@ -5,7 +5,6 @@
 use super::{V, first_extra};
 use crate::config::raw::{CacheRaw, LimitRaw, ServiceRaw};
 use crate::config::scenario::{Balancer, CacheSpec, HostsSpec, LimitKind, LimitSpec, OutlierSpec, Priority};
-use crate::engine::NEVER;
 use crate::error::InputResult;
 
 /// The most hosts a service may have.
@@ -39,12 +38,6 @@ pub fn hosts(v: &V, s: &ServiceRaw, field: &str) -> InputResult<HostsSpec> {
             let base_ejection = v.positive_dur(&g("base_ejection"), o.base_ejection.as_ref(), 30_000_000_000)?;
             let max_ejection =
                 v.positive_dur(&g("max_ejection"), o.max_ejection.as_ref(), base_ejection.max(300_000_000_000))?;
-            for (name, d) in [("interval", interval), ("base_ejection", base_ejection), ("max_ejection", max_ejection)]
-            {
-                if d == NEVER {
-                    return Err(v.err(&g(name), "must be finite"));
-                }
-            }
             if max_ejection < base_ejection {
                 return Err(v.err(&g("max_ejection"), "must be at least `base_ejection` (as in Envoy)"));
             }

@@ -19,8 +19,8 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
         if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") }
     };
     let max_attempts = v.int_in(&f("max_attempts"), raw.max_attempts, 1, 1, 1000)? as u32;
-    let per_try_timeout = v.positive_dur(&f("per_try_timeout"), raw.per_try_timeout.as_ref(), NEVER)?;
-    let deadline = v.positive_dur(&f("deadline"), raw.deadline.as_ref(), NEVER)?;
+    let per_try_timeout = v.positive_dur_or_never(&f("per_try_timeout"), raw.per_try_timeout.as_ref(), NEVER)?;
+    let deadline = v.positive_dur_or_never(&f("deadline"), raw.deadline.as_ref(), NEVER)?;
     if per_try_timeout == NEVER && deadline == NEVER {
         return Err(v.err(
             if prefix.is_empty() { "per_try_timeout" } else { prefix },
@@ -34,7 +34,7 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
     };
     let max_retry_after = match &raw.max_retry_after {
         None => None,
-        Some(text) => Some(v.positive_dur(&f("max_retry_after"), Some(text), NEVER)?),
+        Some(text) => Some(v.positive_dur_or_never(&f("max_retry_after"), Some(text), NEVER)?),
     };
     let backoff = match &raw.backoff {
         None => Backoff::default(),
@@ -64,13 +64,7 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
     };
     let retry_after_clamp = match &raw.retry_after_clamp {
         None => None,
-        Some(text) => {
-            let d = v.dur(&f("retry_after_clamp"), Some(text), 0)?;
-            if d == NEVER {
-                return Err(v.err(&f("retry_after_clamp"), "must be finite (omit it to take Retry-After as it is)"));
-            }
-            Some(d)
-        }
+        Some(text) => Some(v.dur(&f("retry_after_clamp"), Some(text), 0)?),
     };
     Ok(Policy {
         name: raw.name.clone().unwrap_or_else(|| "inline".into()),
@@ -127,9 +121,6 @@ fn hedging(v: &V, h: &HedgingRaw, field: &str) -> InputResult<HedgeSpec> {
         }
     } else {
         let d = v.dur(&f("delay"), Some(text), 0)?;
-        if d == NEVER {
-            return Err(v.err(&f("delay"), "must be finite: a policy that never hedges has no [hedging]"));
-        }
         HedgeDelay::Fixed(d)
     };
     let max_extra_load = match h.max_extra_load {
@@ -165,9 +156,6 @@ fn throttle(v: &V, t: &ThrottleRaw, field: &str) -> InputResult<ThrottleSpec> {
                 return Err(v.err(&f("k"), format!("must be a number of at least 1 (the SRE book uses 2), got {k}")));
             }
             let window = v.positive_dur(&f("window"), t.window.as_ref(), 120_000_000_000)?;
-            if window == NEVER {
-                return Err(v.err(&f("window"), "must be finite"));
-            }
             ThrottleKind::Sre { k, window }
         }
         Some("aws_adaptive") => {
@@ -234,9 +222,6 @@ fn breaker(v: &V, b: &BreakerRaw, field: &str) -> InputResult<BreakerSpec> {
         None => 0,
         Some(w) => v.positive_dur(&f("window"), Some(w), 0)?,
     };
-    if window == NEVER || open_for == NEVER {
-        return Err(v.err(field, "window and open_for must be finite"));
-    }
     let min_requests = match b.min_requests {
         None => 0,
         Some(n) => v.int_in(&f("min_requests"), Some(n), 1, 1, 1_000_000)? as u32,
@@ -285,7 +270,7 @@ fn backoff(v: &V, b: &BackoffRaw, field: &str) -> InputResult<Backoff> {
     if kind != BackoffKind::None && b.base.is_none() {
         return Err(v.err(&f("base"), "required for this backoff kind (a duration such as \"100ms\")"));
     }
-    let cap = v.dur(&f("cap"), b.cap.as_ref(), NEVER)?;
+    let cap = v.dur_or_never(&f("cap"), b.cap.as_ref(), NEVER)?;
     if cap < base {
         return Err(v.err(&f("cap"), format!("must be at least `base` ({})", b.base.as_deref().unwrap_or("0s"))));
     }

@@ -75,7 +75,24 @@ impl World<'_> {
     /// Starts queued requests while workers are free, in the service's
     /// discipline; drops expired work (`drop_expired`) and sheds what CoDel
     /// says has waited too long.
+    ///
+    /// A request that starts may be answered at once (a ledger replay, 409
+    /// or 422), and that answer frees its worker and asks for the queue to
+    /// be served again. The loop running here does exactly that next, so a
+    /// nested call leaves the work to it: the queue is served iteratively,
+    /// however many answered-at-once requests it holds, in the same order
+    /// as if each answer had served the queue itself.
     pub(super) fn fill_workers(&mut self, h: usize) {
+        if self.hosts[h].filling {
+            return;
+        }
+        self.hosts[h].filling = true;
+        self.serve_queue(h);
+        self.hosts[h].filling = false;
+    }
+
+    /// The loop of [`World::fill_workers`].
+    fn serve_queue(&mut self, h: usize) {
         let now = self.q.now();
         let svc = self.hosts[h].service as usize;
         while self.hosts[h].busy < self.workers_now(h) {
