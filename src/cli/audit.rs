@@ -16,7 +16,7 @@ pub struct AuditArgs {
     /// Seed (overrides experiment.seed).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// What to print on stdout: table, json or markdown.
+    /// What to print on stdout: table, json or markdown (csv prints the table).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Also write audit.json (the object --format json prints) into this folder.
