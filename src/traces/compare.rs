@@ -6,7 +6,7 @@
 use super::infer::{CallSample, Model};
 use super::observed::{self, Estimate};
 use crate::analysis::RunSet;
-use crate::analysis::stats::summarize;
+use crate::analysis::stats::summarize_metric;
 use crate::metrics::{TraceNote, TraceRecord};
 use crate::policy::Outcome;
 use serde_json::{Value, json};
@@ -141,7 +141,7 @@ pub fn compare(set: &RunSet, model: &Model) -> Vec<(String, Vec<Row>)> {
                     if scope == "service" && k == 3 {
                         continue;
                     }
-                    let sm = summarize(vals.iter().map(|x| x[k]).collect());
+                    let sm = summarize_metric(metric, vals.iter().map(|x| x[k]).collect());
                     let se = Estimate { value: sm.mean, ci95: sm.ci95 };
                     rows.push(Row {
                         scope,

@@ -46,7 +46,8 @@ pub fn mean(v: &[f64]) -> Estimate {
     let m = v.iter().sum::<f64>() / n as f64;
     let sd = if n > 1 { (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { 0.0 };
     let half = Z * sd / (n as f64).sqrt();
-    Estimate { value: Some(m), ci95: Some((m - half, m + half)) }
+    // Attempts and latencies are at least 0.
+    Estimate { value: Some(m), ci95: Some(((m - half).max(0.0), m + half)) }
 }
 
 #[cfg(test)]
