@@ -61,7 +61,7 @@ pub fn model_of(
     if m.clients.is_empty() {
         return Err(InputError::file(
             paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
-            "no complete trace with a root span: no arrivals to model (are the entry spans sampled away?)",
+            "no trace with one root span: no arrivals to model (are the entry spans sampled away?)",
         ));
     }
     Ok((m, t))
