@@ -347,3 +347,56 @@ fn a_jaeger_export_imports() {
     assert!(v.contains("status = 503\nprobability = 0.1000"), "{text}");
     assert!(v.contains("rate = \"10.000/s\""), "{text}");
 }
+
+#[test]
+fn compare_traces_puts_the_run_beside_the_traces() {
+    let (_, dir) = imported(OPTS, &[]);
+    let files: Vec<String> = ["loadgen", "api", "backend"]
+        .iter()
+        .map(|s| dir.path().join(format!("{s}.jsonl")).display().to_string())
+        .collect();
+    let out = dir.path().join("out");
+    let mut args: Vec<String> =
+        ["retrysim", "run", "-q", "--replications", "3"].iter().map(|s| s.to_string()).collect();
+    args.push(dir.path().join("exp.toml").display().to_string());
+    args.extend(["--out".into(), out.display().to_string(), "--compare-traces".into()]);
+    args.extend(files.iter().cloned());
+    let r = execute(args);
+    assert_eq!(r.code, 0, "{:?}", r.error);
+    let cmp: Value = serde_json::from_str(&std::fs::read_to_string(out.join("compare-traces.json")).unwrap()).unwrap();
+    assert_eq!(cmp["schema"], "retrysim.compare_traces/1");
+    assert!(out.join("compare-traces.png").exists() && out.join("compare-traces.svg").exists());
+    let rows = cmp["variants"][0]["rows"].as_array().unwrap();
+    let find =
+        |name: &str, metric: &str| rows.iter().find(|r| r["name"] == name && r["metric"] == metric).unwrap().clone();
+    // Observed exactly: every 4th of 400 calls had two attempts.
+    let a = find("api->backend", "attempts_per_call");
+    assert_eq!(a["observed"]["value"], json!(1.25));
+    // The model makes 20% of backend attempts 503 (100 of 500 SERVER spans), i.i.d.: 1.2 per call.
+    let sim = a["simulated"]["value"].as_f64().unwrap();
+    assert!((sim - 1.2).abs() < 0.03, "{sim}");
+    // Every observed call succeeds in the end (a 503 is always followed by
+    // an ok), but the model's independent 503s fail 0.2² = 4% of calls: the
+    // comparison says so.
+    let s = find("api->backend", "success_rate");
+    assert_eq!(s["observed"]["value"], json!(1.0));
+    let sim = s["simulated"]["value"].as_f64().unwrap();
+    assert!((sim - 0.96).abs() < 0.02, "{sim}");
+    assert_eq!(s["verdict"], "DIFFERS");
+    // Each scope is there; a service row has no attempts per call.
+    for (scope, name) in [("end-to-end", "loadgen->api"), ("edge", "api->backend"), ("service", "backend")] {
+        assert!(rows.iter().any(|r| r["scope"] == scope && r["name"] == name), "{scope} {name}");
+    }
+    assert!(!rows.iter().any(|r| r["scope"] == "service" && r["metric"] == "attempts_per_call"));
+    // Bad trace files fail before anything runs.
+    let r = execute([
+        "retrysim",
+        "run",
+        "-q",
+        dir.path().join("exp.toml").to_str().unwrap(),
+        "--compare-traces",
+        "/nonexistent.jsonl",
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(r.error.unwrap().contains("/nonexistent.jsonl"));
+}
