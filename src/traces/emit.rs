@@ -239,3 +239,27 @@ pub fn replaceable(path: &Path) -> bool {
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_samples_become_a_quantile_table() {
+        let samples: Vec<f64> = (0..5000).map(|i| i as f64 / 1000.0).collect();
+        let text = data_file("x", &samples);
+        let rows: Vec<(f64, f64)> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && *l != "quantile,value")
+            .map(|l| {
+                let (q, v) = l.split_once(',').unwrap();
+                (q.parse().unwrap(), v.parse().unwrap())
+            })
+            .collect();
+        assert_eq!(rows.len(), 1001);
+        assert_eq!(rows[0], (0.0, 0.0));
+        assert_eq!(rows[1000], (1.0, 4.999));
+        assert!(rows.windows(2).all(|w| w[1].0 > w[0].0 && w[1].1 >= w[0].1));
+        assert_eq!(data_file("x", &samples[..10]).lines().count(), 12);
+    }
+}

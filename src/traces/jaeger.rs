@@ -3,7 +3,7 @@
 //! times in microseconds, the span kind and HTTP status in tags.
 
 use super::otlp::de_i64;
-use super::span::{Kind, Span, answer_of};
+use super::span::{Kind, Span, answer_of, grpc_answer};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -139,7 +139,10 @@ pub fn spans_of(file: File, file_index: usize) -> (Vec<Span>, Vec<String>) {
                 kind,
                 start,
                 end: start.saturating_add(s.duration.saturating_mul(1000)),
-                answer: answer_of(http_status, error_type.as_deref(), error),
+                answer: match (http_status, tag(&s.tags, "rpc.grpc.status_code").and_then(as_i64)) {
+                    (None, Some(code)) if error_type.is_none() => grpc_answer(code),
+                    _ => answer_of(http_status, error_type.as_deref(), error),
+                },
                 resend_count: tag(&s.tags, "http.request.resend_count")
                     .and_then(as_i64)
                     .and_then(|n| u32::try_from(n).ok()),

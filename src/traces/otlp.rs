@@ -14,7 +14,7 @@
 //! also take JSON numbers, which many producers write: [`de_i64`] takes
 //! both. Span kinds and status codes are integers, or the enum names.
 
-use super::span::{Kind, Span, answer_of};
+use super::span::{Kind, Span, answer_of, grpc_answer};
 use serde::{Deserialize, Deserializer, de};
 
 /// An `ExportTraceServiceRequest`.
@@ -249,7 +249,10 @@ pub fn spans_of(req: Request, at: (usize, usize)) -> (Vec<Span>, Vec<Refusal>) {
                     kind,
                     start: s.start_time_unix_nano,
                     end: s.end_time_unix_nano,
-                    answer: answer_of(http_status, error_type.as_deref(), status_error),
+                    answer: match (http_status, attr(a, "rpc.grpc.status_code").and_then(AnyValue::as_i64)) {
+                        (None, Some(code)) if error_type.is_none() => grpc_answer(code),
+                        _ => answer_of(http_status, error_type.as_deref(), status_error),
+                    },
                     resend_count: attr(a, "http.request.resend_count")
                         .and_then(AnyValue::as_i64)
                         .and_then(|n| u32::try_from(n).ok()),

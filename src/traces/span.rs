@@ -149,6 +149,21 @@ pub fn answer_of(http_status: Option<i64>, error_type: Option<&str>, status_erro
     }
 }
 
+/// The answer of a gRPC span from `rpc.grpc.status_code`: OK, and the
+/// codes a retry policy treats as HTTP statuses do: DEADLINE_EXCEEDED (4)
+/// a timeout, UNAVAILABLE (14) as 503, RESOURCE_EXHAUSTED (8) as 429,
+/// INTERNAL (13) as 500; any other code is an error without a status.
+pub fn grpc_answer(code: i64) -> Answer {
+    match code {
+        0 => Answer::Ok,
+        4 => Answer::Timeout,
+        8 => Answer::Status(429),
+        13 => Answer::Status(500),
+        14 => Answer::Status(503),
+        _ => Answer::Error,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +180,7 @@ mod tests {
         assert_eq!(Kind::from_name("SPAN_KIND_CLIENT"), Some(Kind::Client));
         assert_eq!(Kind::from_name("server"), Some(Kind::Server));
         assert_eq!(Kind::from_otlp(7), None);
+        assert_eq!(grpc_answer(14), Answer::Status(503));
+        assert_eq!(grpc_answer(4), Answer::Timeout);
     }
 }
