@@ -37,6 +37,44 @@ fn pair(r: &Value) -> (f64, f64) {
     (r["observed"]["value"].as_f64().expect("observed"), r["simulated"]["value"].as_f64().expect("simulated"))
 }
 
+fn ms(v: &toml::Value) -> f64 {
+    let s = v.as_str().expect("a duration");
+    if let Some(x) = s.strip_suffix("ms") {
+        x.parse().unwrap()
+    } else {
+        s.trim_end_matches('s').parse::<f64>().unwrap() * 1e3
+    }
+}
+
+/// The imported policy and faults against the system as built (TRUTH in
+/// traced_system.py): backend 4 workers and 8% 503s; api → backend 3
+/// attempts, a 120 ms per-try timeout, 503 and timeout retried, exponential
+/// backoff from 20 ms with full jitter.
+fn check_against_truth(text: &str) {
+    let exp: toml::Table = text.parse().expect("the imported experiment is TOML");
+    let services = exp["services"].as_array().unwrap();
+    let svc = |name: &str| services.iter().find(|s| s["name"].as_str() == Some(name)).unwrap();
+    assert_eq!(svc("backend")["workers"].as_integer(), Some(4));
+    let api_workers = svc("api")["workers"].as_integer().unwrap();
+    assert!((5..=8).contains(&api_workers), "api workers {api_workers}: at most 8 can be in service at once");
+    let call = &svc("api")["calls"].as_array().unwrap()[0];
+    let p = &call["policy"];
+    assert_eq!(p["max_attempts"].as_integer(), Some(3));
+    let retry_on: Vec<&str> = p["retry_on"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(retry_on, ["503", "timeout"]);
+    let t = ms(&p["per_try_timeout"]);
+    assert!((118.0..=130.0).contains(&t), "per-try timeout {t} ms");
+    let b = &p["backoff"];
+    assert_eq!(b["jitter"].as_str(), Some("full"));
+    let base = ms(&b["base"]);
+    assert!((16.0..=24.0).contains(&base), "backoff base {base} ms");
+    let fault = exp["faults"].as_array().unwrap().iter().find(|f| f["target"].as_str() == Some("backend")).unwrap();
+    assert_eq!(fault["status"].as_integer(), Some(503));
+    // About 2000 backend SERVER spans: the share's standard deviation is about 0.006.
+    let share = fault["probability"].as_float().unwrap();
+    assert!((share - 0.08).abs() < 0.025, "503 share {share}");
+}
+
 #[test]
 fn the_imported_model_reproduces_the_traced_system() {
     let python = match traces_python() {
@@ -63,7 +101,9 @@ fn the_imported_model_reproduces_the_traced_system() {
     args.extend(["--out".into(), exp.display().to_string()]);
     let r = execute(args);
     assert_eq!(r.code, 0, "{:?}", r.error);
-    eprintln!("{}", std::fs::read_to_string(&exp).unwrap());
+    let text = std::fs::read_to_string(&exp).unwrap();
+    eprintln!("{text}");
+    check_against_truth(&text);
     let out = dir.path().join("out");
     let mut args = vec![
         "retrysim".to_string(),
