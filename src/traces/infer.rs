@@ -135,8 +135,10 @@ fn facts(g: &Graph) -> (Facts, BTreeMap<String, u32>) {
     let own_error: Vec<bool> = (0..g.spans.len())
         .map(|i| {
             let s = &g.spans[i];
+            // A redirect (3xx) is an answer, not an error: its hop is left out at the caller.
             s.kind == Kind::Server
                 && !s.answer.is_ok()
+                && !s.answer.is_redirect()
                 && calls_of.get(&i).is_none_or(|cs| cs.iter().all(|&c| g.calls[c].outcome().is_ok()))
         })
         .collect();
@@ -318,7 +320,7 @@ pub fn infer(g: &Graph, workers: &BTreeMap<String, u32>) -> Model {
         for &i in &server {
             if f.own_error[i] {
                 let code = match g.spans[i].answer {
-                    Answer::Status(s) => s,
+                    Answer::Status(s) if s < 600 => s,
                     _ => 500,
                 };
                 *errs.entry(code).or_insert(0) += 1;
