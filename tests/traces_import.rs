@@ -304,6 +304,19 @@ fn bad_input_is_refused_with_the_file_named() {
     assert!(r.error.as_deref().unwrap().contains("no service of that name"), "{:?}", r.error);
     let r = import(&files, &out, &["--workers", "backend=0"]);
     assert_eq!(r.code, 2);
+    // Spans without kinds cannot be modelled.
+    let kindless = dir.path().join("kindless.jsonl");
+    std::fs::write(
+        &kindless,
+        std::fs::read_to_string(&files[1])
+            .unwrap()
+            .replace("\"kind\":2", "\"kind\":0")
+            .replace("\"kind\":3", "\"kind\":0"),
+    )
+    .unwrap();
+    let r = import(std::slice::from_ref(&kindless), &out, &[]);
+    assert_eq!(r.code, 2);
+    assert!(r.error.as_deref().unwrap().contains("no SERVER span"), "{:?}", r.error);
     // Never over a trace file, nor over a file someone else wrote.
     let r = import(&files, &files[0], &[]);
     assert_eq!(r.code, 2, "{:?}", r.error);

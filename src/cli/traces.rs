@@ -58,9 +58,16 @@ pub fn model_of(
             ));
         }
     }
+    let files = || paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    if m.services.is_empty() {
+        return Err(InputError::file(
+            files(),
+            "no SERVER span: the importer needs span kinds (SERVER for a request served, CLIENT for one sent); spans without a kind cannot be told apart",
+        ));
+    }
     if m.clients.is_empty() {
         return Err(InputError::file(
-            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+            files(),
             "no trace with one root span: no arrivals to model (are the entry spans sampled away?)",
         ));
     }
