@@ -121,7 +121,13 @@ pub fn experiment(m: &Model, dropped: &Dropped, sources: &str, dir: &str, name: 
     let duration = span.round().max(1.0);
     let _ = writeln!(out, "{HEADER} from {sources}.");
     let _ = writeln!(out, "# Every inferred value says what it was read from; edit freely (docs/traces.md).");
-    let _ = writeln!(out, "# Arrivals: root spans from the first to the last, {:.1} s.", span);
+    let _ = writeln!(
+        out,
+        "# Arrivals: root spans from the first to the last, {:.1} s ({} to {}, on the roots' clocks).",
+        span,
+        utc(m.window.0),
+        utc(m.window.1)
+    );
     for n in &m.notes {
         let _ = writeln!(out, "# {n}");
     }
@@ -232,6 +238,24 @@ pub fn experiment(m: &Model, dropped: &Dropped, sources: &str, dir: &str, name: 
     (out, files)
 }
 
+/// An epoch time in nanoseconds as UTC, `2026-12-01T20:12:01.419Z`.
+pub fn utc(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let millis = ns.rem_euclid(1_000_000_000) / 1_000_000;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 /// Whether `path` may be written: absent, or written by an earlier import.
 pub fn replaceable(path: &Path) -> bool {
     match std::fs::read_to_string(path) {
@@ -243,6 +267,13 @@ pub fn replaceable(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn epoch_times_print_as_utc() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc(1_700_000_000_123_000_000), "2023-11-14T22:13:20.123Z");
+        assert_eq!(utc(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
+    }
 
     #[test]
     fn many_samples_become_a_quantile_table() {
