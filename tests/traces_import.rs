@@ -19,9 +19,11 @@ struct Opts {
     lose_every: Option<u64>,
     /// The first backend attempt of every 5th trace answers 302, then resends.
     redirects: bool,
+    /// api calls backend twice per request.
+    twice: bool,
 }
 
-const OPTS: Opts = Opts { numbers: false, skew: 0, lose_every: None, redirects: false };
+const OPTS: Opts = Opts { numbers: false, skew: 0, lose_every: None, redirects: false, twice: false };
 
 fn int(v: i64, o: Opts) -> Value {
     if o.numbers { json!(v) } else { json!(v.to_string()) }
@@ -76,42 +78,44 @@ fn write_system(dir: &Path, o: Opts) -> Vec<PathBuf> {
         // api: 3 ms self, then the backend call.
         let api_start = start + ms;
         let mut t = api_start + 3 * ms;
-        let mut attempts = Vec::new();
-        if retry {
-            attempts.push((503, 0));
-        }
-        if redirect {
-            attempts.push((302, 0));
-        }
-        attempts.push((200, st));
-        let n = attempts.len();
-        for (k, (code, work)) in attempts.into_iter().enumerate() {
-            let c_start = t;
-            let c_end = c_start + 2 * ms + work + ms / 10;
-            let c_id = id(10 + k as u64);
-            let mut a = vec![
-                attr("http.request.method", json!({ "stringValue": "GET" })),
-                attr("server.address", json!({ "stringValue": "backend.internal" })),
-                status(code, o),
-            ];
-            if k > 0 {
-                a.push(attr("http.request.resend_count", json!({ "intValue": int(k as i64, o) })));
+        for rep in 0..if o.twice { 2 } else { 1 } {
+            let mut attempts = Vec::new();
+            if retry {
+                attempts.push((503, 0));
             }
-            api.push(span(o, trace, c_id, Some(id(2)), "GET", 3, c_start, c_end, a));
-            be.push(span(
-                o,
-                trace,
-                id(20 + k as u64),
-                Some(c_id),
-                "GET /work",
-                2,
-                c_start + ms + o.skew,
-                c_end - ms + o.skew,
-                vec![status(code, o)],
-            ));
-            t = c_end;
-            if code == 503 && k + 1 < n {
-                t += 30 * ms;
+            if redirect {
+                attempts.push((302, 0));
+            }
+            attempts.push((200, st));
+            let n = attempts.len();
+            for (k, (code, work)) in attempts.into_iter().enumerate() {
+                let c_start = t;
+                let c_end = c_start + 2 * ms + work + ms / 10;
+                let c_id = id(10 + rep * 40 + k as u64);
+                let mut a = vec![
+                    attr("http.request.method", json!({ "stringValue": "GET" })),
+                    attr("server.address", json!({ "stringValue": "backend.internal" })),
+                    status(code, o),
+                ];
+                if k > 0 {
+                    a.push(attr("http.request.resend_count", json!({ "intValue": int(k as i64, o) })));
+                }
+                api.push(span(o, trace, c_id, Some(id(2)), "GET", 3, c_start, c_end, a));
+                be.push(span(
+                    o,
+                    trace,
+                    id(30 + rep * 40 + k as u64),
+                    Some(c_id),
+                    "GET /work",
+                    2,
+                    c_start + ms + o.skew,
+                    c_end - ms + o.skew,
+                    vec![status(code, o)],
+                ));
+                t = c_end;
+                if code == 503 && k + 1 < n {
+                    t += 30 * ms;
+                }
             }
         }
         let api_end = t;
@@ -270,6 +274,13 @@ fn redirects_counted_by_resend_count_are_no_retries() {
     // Still at most 2 attempts (503 then ok), not 3, and 302 is not retried after.
     let v = values(&text);
     assert!(v.contains("max_attempts = 2") && v.contains("retry_on = [\"503\"]"), "{text}");
+}
+
+#[test]
+fn two_calls_per_request_are_one_call_in_the_model_and_say_so() {
+    let (text, _d) = imported(Opts { twice: true, ..OPTS }, &[]);
+    assert!(text.contains("800 calls in 400 requests of api in complete traces: 2.000 per request (the model makes one call to a callee on every request)"), "{text}");
+    assert_eq!(text.matches("[[services.calls]]").count(), 1, "{text}");
 }
 
 #[test]

@@ -184,36 +184,31 @@ pub fn experiment(m: &Model, dropped: &Dropped, sources: &str, dir: &str, name: 
         );
         let _ = writeln!(out, "service_time = {st}");
         for c in &s.calls {
-            let n = c.per_request.round().max(1.0) as usize;
-            for k in 0..n {
-                let _ = writeln!(out, "\n[[services.calls]]");
-                if k == 0 {
-                    let _ = writeln!(
-                        out,
-                        "# {} calls in {} requests of {} in complete traces: {:.3} per request{}",
-                        c.calls,
-                        c.requests,
-                        s.name,
-                        c.per_request,
-                        if (c.per_request - n as f64).abs() > 0.05 {
-                            format!(" (the model makes {n} on every request)")
-                        } else {
-                            String::new()
-                        }
-                    );
+            let _ = writeln!(out, "\n[[services.calls]]");
+            let _ = writeln!(
+                out,
+                "# {} calls in {} requests of {} in complete traces: {:.3} per request{}",
+                c.calls,
+                c.requests,
+                s.name,
+                c.per_request,
+                if (c.per_request - 1.0).abs() > 0.05 {
+                    " (the model makes one call to a callee on every request)"
+                } else {
+                    ""
                 }
-                let _ = writeln!(out, "to = {}\noperation = {}", q(&c.to), q(&c.operation));
-                let _ = writeln!(out, "# network latency: {}", c.latency_evidence);
-                let lat = dist(
-                    &c.latency,
-                    dir,
-                    &format!("{}-{}.latency.csv", sanitize(&s.name), sanitize(&c.to)),
-                    &format!("one-way network latency {} -> {} (s)", s.name, c.to),
-                    &mut files,
-                );
-                let _ = writeln!(out, "latency = {lat}");
-                policy(&mut out, "services.calls.policy", &c.policy);
-            }
+            );
+            let _ = writeln!(out, "to = {}\noperation = {}", q(&c.to), q(&c.operation));
+            let _ = writeln!(out, "# network latency: {}", c.latency_evidence);
+            let lat = dist(
+                &c.latency,
+                dir,
+                &format!("{}-{}.latency.csv", sanitize(&s.name), sanitize(&c.to)),
+                &format!("one-way network latency {} -> {} (s)", s.name, c.to),
+                &mut files,
+            );
+            let _ = writeln!(out, "latency = {lat}");
+            policy(&mut out, "services.calls.policy", &c.policy);
         }
     }
     for s in &m.services {
