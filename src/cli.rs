@@ -7,6 +7,7 @@ pub mod plot;
 pub mod run;
 pub mod sweep;
 pub mod tune;
+pub mod vectors;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -74,6 +75,12 @@ pub enum Command {
     /// Write report.html (self-contained) and report.md for a design review from a run's output folder.
     #[command(after_help = "Example:\n  retrysim report out/quickstart")]
     Report(plot::ReportArgs),
+    /// Conformance vectors of a policy file for SDK authors (docs/vectors.md): cases of outcomes,
+    /// clock readings and random draws with the decisions, waits and states the policy must produce.
+    #[command(
+        after_help = "One JSON object on stdout (schema retrysim.vectors/1). The repository keeps the vectors of every preset under sdk/vectors/ (scripts/regenerate-vectors.sh).\n\nExamples:\n  retrysim vectors policies/grpc-default.toml > grpc-default.json\n  retrysim vectors policies/tuned-example.toml --cases 50"
+    )]
+    Vectors(vectors::VectorsArgs),
 }
 
 /// What the run command prints on stdout.
@@ -198,6 +205,7 @@ where
         Command::Plot(args) => plot::run_plot(&args),
         Command::Tune(args) => tune::run(&args),
         Command::Report(args) => plot::run_report(&args),
+        Command::Vectors(args) => vectors::run(&args),
     };
     match result {
         Ok(code) => Outcome { code, error: None },
