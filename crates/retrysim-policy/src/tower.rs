@@ -217,22 +217,28 @@ mod tests {
         }
     }
 
-    fn layer() -> RetryLayer<
-        impl Fn(&Result<u16, String>) -> (Outcome, Option<Duration>) + Clone,
-        impl Fn(Duration) -> BoxFuture<()> + Clone,
-    > {
+    type Classify = fn(&Result<u16, String>) -> (Outcome, Option<Duration>);
+    type Sleep = fn(Duration) -> BoxFuture<()>;
+
+    fn classify(r: &Result<u16, String>) -> (Outcome, Option<Duration>) {
+        match r {
+            Ok(200) => (Outcome::Ok, None),
+            Ok(s) => (Outcome::Status(*s), None),
+            Err(_) => (Outcome::Reset, None),
+        }
+    }
+
+    fn sleep(d: Duration) -> BoxFuture<()> {
+        Box::pin(async move { std::thread::sleep(d) })
+    }
+
+    fn layer() -> RetryLayer<Classify, Sleep> {
         let policy = Policy::from_toml(
             "max_attempts = 3\nper_try_timeout = \"1s\"\n[backoff]\nkind = \"constant\"\nbase = \"1ms\"\n",
             "test",
         )
         .unwrap();
-        let classify = |r: &Result<u16, String>| match r {
-            Ok(200) => (Outcome::Ok, None),
-            Ok(s) => (Outcome::Status(*s), None),
-            Err(_) => (Outcome::Reset, None),
-        };
-        let sleep = |d: Duration| -> BoxFuture<()> { Box::pin(async move { std::thread::sleep(d) }) };
-        RetryLayer::new(policy, classify, sleep)
+        RetryLayer::new(policy, classify as Classify, sleep as Sleep)
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy, RetryOn};
 
 /// Cases `retrysim vectors` writes by default.
-pub const DEFAULT_CASES: usize = 36;
+pub const DEFAULT_CASES: usize = 38;
 
 const MS: Nanos = 1_000_000;
 const S: Nanos = 1_000_000_000;
