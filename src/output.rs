@@ -6,6 +6,7 @@ pub mod export;
 pub mod files;
 pub mod findings;
 pub mod manifest;
+pub mod markdown;
 pub mod notes;
 pub mod report;
 pub mod summary;

@@ -85,6 +85,8 @@ fn a_tune_that_would_not_fit_is_refused() {
         "-q",
         "--emit",
         emit.to_str().unwrap(),
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("tune: estimated") && err.contains("tune candidates") && err.contains("--force"), "{err}");

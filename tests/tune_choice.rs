@@ -197,6 +197,7 @@ fn a_missed_limit_of_zero_is_reported_in_the_metrics_units() {
         .arg(&path)
         .args(["-q", "--no-plots", "--replications", "2", "--emit"])
         .arg(tmp.path().join("t.toml"))
+        .current_dir(tmp.path())
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -36,6 +36,7 @@ fn tune(tune: &Path, emit: &Path, extra: &[&str]) -> (i32, String) {
         .args(["--replications", "2", "-q", "--no-plots", "--set", "experiment.duration=5s"])
         .args(["--set", "experiment.warmup=1s"])
         .args(extra)
+        .current_dir(tune.parent().unwrap())
         .output()
         .unwrap();
     (out.status.code().unwrap(), String::from_utf8_lossy(&out.stderr).into_owned())

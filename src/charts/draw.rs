@@ -1,31 +1,24 @@
-//! Line and bar charts drawn with plotters to PNG and SVG, with the font
-//! shipped in the repository (no system library), a colour-blind-safe
-//! palette and one colour per variant on every chart.
+//! Line charts and small multiples drawn with plotters to PNG and SVG,
+//! with the font shipped in the repository (no system library), series
+//! told apart by colour, pattern and markers ([`super::style`]), and every
+//! label and the legend where [`super::layout`] puts them: outside the data.
 
+use super::bars::{BarChart, draw_bars};
+use super::layout::{self, LABEL_FONT, Layout, Mark, Rect, SWATCH};
+use super::style::{GREY, Pattern, SeriesStyle, style};
+use super::ticks;
 use plotters::coord::Shift;
+use plotters::coord::cartesian::Cartesian2d;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
 use std::sync::Once;
 
-/// Chart size in pixels.
+pub use super::style::{PALETTE, color};
+
+/// Default chart size in pixels.
 pub const SIZE: (u32, u32) = (1280, 720);
-
-/// The Okabe–Ito palette (colour-blind safe), yellow last.
-pub const PALETTE: [RGBColor; 8] = [
-    RGBColor(0, 114, 178),
-    RGBColor(230, 159, 0),
-    RGBColor(0, 158, 115),
-    RGBColor(213, 94, 0),
-    RGBColor(204, 121, 167),
-    RGBColor(86, 180, 233),
-    RGBColor(0, 0, 0),
-    RGBColor(240, 228, 66),
-];
-
-/// The colour of series `i`.
-pub fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
 
 static FONT: Once = Once::new();
 
@@ -41,13 +34,18 @@ pub fn register_font() {
 #[derive(Debug, Clone, Default)]
 pub struct Line {
     pub name: String,
+    /// The series index: its colour, pattern and markers ([`style`]).
     pub color: usize,
     pub points: Vec<(f64, f64)>,
     pub band: Vec<(f64, f64, f64)>,
-    /// Drawn thin and grey-ish (a reference such as offered load).
+    /// Drawn thin and grey (a reference such as offered load); with
+    /// `reference_colored`, thin and dotted in the series' colour.
     pub reference: bool,
+    pub reference_colored: bool,
     /// Draw the points as dots, not joined.
     pub dots: bool,
+    /// Draw the points as crosses, not joined (infeasible candidates).
+    pub crosses: bool,
 }
 
 /// A line chart.
@@ -59,31 +57,74 @@ pub struct LineChart {
     pub lines: Vec<Line>,
     /// Shaded x intervals (fault windows) with a label.
     pub shade: Vec<(f64, f64, String)>,
-    /// Vertical marks (knees): x, label, colour of the series they belong to.
-    pub marks: Vec<(f64, String, usize)>,
-    /// A horizontal reference line (a threshold) with its label.
-    pub threshold: Option<(f64, String)>,
+    /// Vertical marks (knees, the end of the arrivals), labelled above the plot.
+    pub marks: Vec<Mark>,
+    /// Horizontal reference lines (thresholds, constraints) with their labels.
+    pub thresholds: Vec<(f64, String)>,
+    /// Vertical reference lines (constraints on x) with their labels.
+    pub x_thresholds: Vec<(f64, String)>,
     /// Let the y axis start near the data instead of at zero.
     pub y_fit: bool,
-    /// x values are log10 of the quantity; ticks are labelled 10^x.
+    /// The y values are shares: the axis stays inside [0, 1].
+    pub y_share: bool,
+    /// x values are log10 of the quantity; ticks at 1-2-5, labelled in seconds.
     pub x_log10: bool,
-    /// Put the legend in the lower right corner (where a CDF is empty).
-    pub legend_lower_right: bool,
 }
 
-/// A grouped bar chart: one group per category, one bar per series.
+/// Several line charts side by side (one panel per value of the other
+/// parameters of a sweep), sharing the y axis and one legend.
 #[derive(Debug, Clone, Default)]
-pub struct BarChart {
+pub struct GridChart {
     pub title: String,
-    pub y_label: String,
-    pub categories: Vec<String>,
-    /// (name, colour, one value per category).
-    pub series: Vec<(String, usize, Vec<Option<f64>>)>,
+    /// Each panel's `title` names its slice.
+    pub panels: Vec<LineChart>,
 }
 
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+/// A chart to draw.
+#[derive(Debug, Clone)]
+pub enum Chart {
+    Lines(LineChart),
+    Bars(BarChart),
+    Grid(GridChart),
+}
 
-fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+impl Chart {
+    /// Whether there is nothing to draw (no point, no bar).
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Chart::Lines(c) => c.lines.iter().all(|l| l.reference || l.points.is_empty()),
+            Chart::Grid(g) => g.panels.iter().all(|c| c.lines.iter().all(|l| l.reference || l.points.is_empty())),
+            Chart::Bars(b) => b.series.iter().all(|s| s.values.iter().all(|v| v.is_none())),
+        }
+    }
+
+    /// The title.
+    pub fn title_mut(&mut self) -> &mut String {
+        match self {
+            Chart::Lines(c) => &mut c.title,
+            Chart::Bars(c) => &mut c.title,
+            Chart::Grid(c) => &mut c.title,
+        }
+    }
+}
+
+/// How a legend entry is drawn.
+#[derive(Debug, Clone, Copy)]
+pub enum Swatch {
+    Line(SeriesStyle),
+    Reference,
+    ReferenceColored(usize),
+    Dot(usize),
+    GreyDot,
+    Cross,
+    Shade,
+    Threshold,
+    Bar(SeriesStyle),
+}
+
+pub(super) type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+pub(super) fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for v in values.filter(|v| v.is_finite()) {
         lo = lo.min(v);
@@ -93,25 +134,214 @@ fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
         return (0.0, 1.0);
     }
     if hi - lo < 1e-12 {
-        return (lo - 0.5, hi + 0.5);
+        let pad = if lo.abs() > 1e-12 { lo.abs() * 0.1 } else { 0.5 };
+        return (lo - pad, hi + pad);
     }
     (lo, hi)
 }
 
-fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) -> DrawResult<DB> {
-    root.fill(&WHITE)?;
+/// Each line's style, and the earlier line it lies on (if any): a line
+/// that coincides with an earlier one is drawn dashed or dotted, so the
+/// earlier shows through, and its legend entry says so.
+pub fn styles(lines: &[Line], y_span: f64) -> Vec<(SeriesStyle, Option<usize>)> {
+    let tol = (y_span.abs() * 0.004).max(1e-12);
+    let mut out: Vec<(SeriesStyle, Option<usize>)> = Vec::new();
+    let mut on_top: Vec<usize> = vec![0; lines.len()];
+    for (j, l) in lines.iter().enumerate() {
+        let s = style(l.color);
+        let same = (!l.reference && !l.reference_colored && !l.points.is_empty())
+            .then(|| {
+                (0..j).find(|&i| {
+                    let o = &lines[i];
+                    !o.reference
+                        && !o.reference_colored
+                        && o.points.len() == l.points.len()
+                        && o.points.iter().zip(&l.points).all(|(a, b)| a.0 == b.0 && (a.1 - b.1).abs() <= tol)
+                })
+            })
+            .flatten();
+        // The first line of the group it joins.
+        let root = same.map(|i| out[i].1.unwrap_or(i));
+        let s = match root {
+            Some(r) => {
+                on_top[r] += 1;
+                s.with_pattern(if on_top[r] == 1 { Pattern::Dashed } else { Pattern::Dotted })
+            }
+            None => s,
+        };
+        out.push((s, root));
+    }
+    out
+}
+
+/// The legend of a line chart: (text, swatch) per entry.
+pub fn legend(c: &LineChart, y_span: f64) -> Vec<(String, Swatch)> {
+    let mut out = Vec::new();
+    for (_, _, label) in &c.shade {
+        if !out.iter().any(|(t, _): &(String, Swatch)| t == label) {
+            out.push((label.clone(), Swatch::Shade));
+        }
+    }
+    let st = styles(&c.lines, y_span);
+    for (l, (s, same)) in c.lines.iter().zip(&st) {
+        let text = match same {
+            Some(i) => format!("{} (same as {})", l.name, c.lines[*i].name),
+            None => l.name.clone(),
+        };
+        let swatch = if l.crosses {
+            Swatch::Cross
+        } else if l.reference && l.dots {
+            Swatch::GreyDot
+        } else if l.reference_colored {
+            Swatch::ReferenceColored(l.color)
+        } else if l.reference {
+            Swatch::Reference
+        } else if l.dots {
+            Swatch::Dot(l.color)
+        } else {
+            Swatch::Line(*s)
+        };
+        // An empty reference or point set (no infeasible candidate) needs no entry.
+        if !l.points.is_empty() || !(l.reference || l.dots || l.crosses) {
+            out.push((text, swatch));
+        }
+    }
+    for (_, label) in c.thresholds.iter().chain(&c.x_thresholds) {
+        out.push((label.clone(), Swatch::Threshold));
+    }
+    out
+}
+
+/// The x and y ranges of a line chart.
+pub fn ranges(c: &LineChart) -> ((f64, f64), (f64, f64)) {
     let xs = c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-    let (x0, x1) = bounds(xs.chain(c.shade.iter().flat_map(|s| [s.0, s.1])));
+    let (x0, x1) = bounds(xs.chain(c.marks.iter().map(|m| m.x)).chain(c.x_thresholds.iter().map(|t| t.0)));
+    // Room for the markers of point charts at the ends of the axis.
+    let pad = if c.lines.iter().any(|l| l.dots || l.crosses) { (x1 - x0) * 0.03 } else { 0.0 };
+    let (x0, x1) = (x0 - pad, x1 + pad);
     let ys = c.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1).chain(l.band.iter().flat_map(|b| [b.1, b.2])));
-    let (y0, y1) = bounds(ys.chain(c.threshold.iter().map(|t| t.0)));
-    let y0 = if c.y_fit { y0 - (y1 - y0) * 0.1 } else { y0.min(0.0) };
-    let y1 = y1 + (y1 - y0) * 0.12;
-    let mut chart = ChartBuilder::on(root)
-        .caption(&c.title, ("sans-serif", title_size(&c.title)))
-        .margin(20)
-        .x_label_area_size(60)
-        .y_label_area_size(90)
-        .build_cartesian_2d(x0..x1, y0..y1)?;
+    let (y0, y1) = bounds(ys.chain(c.thresholds.iter().map(|t| t.0)));
+    let span = y1 - y0;
+    let mut y0 = if c.y_fit { y0 - span * 0.08 } else { y0.min(0.0) };
+    let mut y1 = y1 + span * 0.06;
+    if c.y_share {
+        y0 = y0.max(0.0);
+        y1 = y1.min(1.0);
+    }
+    ((x0, x1), (y0, y1))
+}
+
+/// The layout of a line chart at `size`.
+pub fn line_layout(c: &LineChart, size: (u32, u32)) -> Layout {
+    let (xr, yr) = ranges(c);
+    let entries: Vec<String> = legend(c, yr.1 - yr.0).into_iter().map(|e| e.0).collect();
+    layout::layout(size, &entries, &c.marks, xr)
+}
+
+type Coords = Cartesian2d<ticks::Axis, ticks::Axis>;
+
+fn draw_title<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, r: Rect) -> DrawResult<DB> {
+    let size = title_size(title, r.width());
+    let font = ("sans-serif", size).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Center));
+    root.draw(&Text::new(title.to_string(), ((r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2 + 4), font))
+}
+
+/// Draws a short sample of the swatch at (x, y) (its vertical middle).
+fn draw_swatch<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: Swatch, x: i32, y: i32) -> DrawResult<DB> {
+    let seg = vec![(x, y), (x + SWATCH - 10, y)];
+    match s {
+        Swatch::Line(st) => {
+            let col = st.rgb();
+            draw_path(root, &seg, st.pattern, col.stroke_width(3))?;
+            if st.marker {
+                root.draw(&Circle::new((x + (SWATCH - 10) / 2, y), 4, col.filled()))?;
+            }
+            Ok(())
+        }
+        Swatch::Reference => root.draw(&PathElement::new(seg, GREY.stroke_width(2))),
+        Swatch::ReferenceColored(i) => draw_path(root, &seg, Pattern::Dotted, color(i).stroke_width(2)),
+        Swatch::Dot(i) => root.draw(&Circle::new((x + 12, y), 6, color(i).filled())),
+        Swatch::GreyDot => root.draw(&Circle::new((x + 12, y), 4, GREY.filled())),
+        Swatch::Cross => root.draw(&Cross::new((x + 12, y), 5, RGBColor(213, 94, 0).stroke_width(2))),
+        Swatch::Shade => {
+            root.draw(&Rectangle::new([(x, y - 7), (x + SWATCH - 10, y + 7)], RGBColor(200, 200, 200).filled()))
+        }
+        Swatch::Threshold => draw_path(root, &seg, Pattern::Dashed, RGBColor(90, 90, 90).stroke_width(2)),
+        Swatch::Bar(st) => super::bars::draw_bar_swatch(root, st, x, y),
+    }
+}
+
+/// A polyline in pixels with a pattern.
+fn draw_path<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    pts: &[(i32, i32)],
+    pattern: Pattern,
+    s: ShapeStyle,
+) -> DrawResult<DB> {
+    match pattern {
+        Pattern::Solid => root.draw(&PathElement::new(pts.to_vec(), s)),
+        Pattern::Dashed => root.draw(&DashedPathElement::new(pts.iter().copied(), 10, 6, s)),
+        Pattern::Dotted => root.draw(&DashedPathElement::new(pts.iter().copied(), 3, 4, s)),
+    }
+}
+
+/// A polyline in data coordinates with a pattern.
+fn data_path<DB: DrawingBackend>(
+    plot: &DrawingArea<DB, Coords>,
+    pts: &[(f64, f64)],
+    pattern: Pattern,
+    s: ShapeStyle,
+) -> DrawResult<DB> {
+    match pattern {
+        Pattern::Solid => plot.draw(&PathElement::new(pts.to_vec(), s)),
+        Pattern::Dashed => plot.draw(&DashedPathElement::new(pts.iter().copied(), 10, 6, s)),
+        Pattern::Dotted => plot.draw(&DashedPathElement::new(pts.iter().copied(), 3, 4, s)),
+    }
+}
+
+/// Draws the legend entries where the layout put them.
+pub(super) fn draw_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    l: &Layout,
+    swatches: &[Swatch],
+) -> DrawResult<DB> {
+    if l.entries.is_empty() {
+        return Ok(());
+    }
+    let r = l.legend;
+    root.draw(&Rectangle::new([(r.x0, r.y0), (r.x1, r.y1)], RGBColor(190, 190, 190).stroke_width(1)))?;
+    let line_h = l.legend_font + 4;
+    for (e, s) in l.entries.iter().zip(swatches) {
+        draw_swatch(root, *s, e.rect.x0, e.rect.y0 + line_h / 2 + 2)?;
+        for (k, text) in e.lines.iter().enumerate() {
+            root.draw(&Text::new(
+                text.clone(),
+                (e.rect.x0 + SWATCH, e.rect.y0 + 3 + k as i32 * line_h),
+                ("sans-serif", l.legend_font).into_font().color(&BLACK),
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// Axes, ticks, shading, bands, lines, reference lines and vertical marks
+/// of `c` in `area`, over the given ranges.
+fn draw_plot<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    c: &LineChart,
+    caption: Option<(&str, u32)>,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+    font: u32,
+) -> Result<ChartContext<'a, DB, Coords>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let xk = if c.x_log10 { ticks::log125(x0, x1) } else { ticks::linear(x0, x1, 8) };
+    let yk = ticks::linear(y0, y1, 6);
+    let mut builder = ChartBuilder::on(area);
+    builder.margin(layout::MARGIN).x_label_area_size(layout::X_LABEL_AREA).y_label_area_size(layout::Y_LABEL_AREA);
+    if let Some((text, size)) = caption {
+        builder.caption(text, ("sans-serif", size));
+    }
+    let mut chart = builder.build_cartesian_2d(ticks::Axis::new(x0, x1, xk), ticks::Axis::new(y0, y1, yk))?;
     let log = c.x_log10;
     let x_fmt = move |x: &f64| if log { crate::output::table::fmt_seconds(10f64.powf(*x)) } else { short(*x) };
     chart
@@ -120,139 +350,142 @@ fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) 
         .y_desc(&c.y_label)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&|y| short(*y))
-        .label_style(("sans-serif", 18))
-        .axis_desc_style(("sans-serif", 22))
-        .light_line_style(RGBColor(235, 235, 235))
+        .label_style(("sans-serif", font))
+        .axis_desc_style(("sans-serif", font + 3))
+        .bold_line_style(RGBColor(228, 228, 228))
         .draw()?;
-    for (a, b, label) in &c.shade {
+    for (a, b, _) in &c.shade {
         let (a, b) = (a.max(x0), b.min(x1));
         if b > a {
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(a, y0), (b, y1)],
-                    RGBColor(200, 200, 200).mix(0.35).filled(),
-                )))?
-                .label(label.clone())
-                .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 20, y + 6)], RGBColor(200, 200, 200).filled()));
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(a, y0), (b, y1)],
+                RGBColor(200, 200, 200).mix(0.35).filled(),
+            )))?;
         }
     }
     for l in &c.lines {
         if !l.band.is_empty() {
             let col = color(l.color);
-            let mut poly: Vec<(f64, f64)> = l.band.iter().map(|b| (b.0, b.2)).collect();
-            poly.extend(l.band.iter().rev().map(|b| (b.0, b.1)));
-            chart.draw_series(std::iter::once(Polygon::new(poly, col.mix(0.18).filled())))?;
+            let clamp = |y: f64| y.clamp(y0, y1);
+            let mut poly: Vec<(f64, f64)> = l.band.iter().map(|b| (b.0, clamp(b.2))).collect();
+            poly.extend(l.band.iter().rev().map(|b| (b.0, clamp(b.1))));
+            chart.draw_series(std::iter::once(Polygon::new(poly, col.mix(0.15).filled())))?;
         }
     }
-    for l in &c.lines {
-        let col = if l.reference { RGBColor(120, 120, 120) } else { color(l.color) };
-        let width = if l.reference { 2 } else { 3 };
-        if l.dots {
-            let r = if l.reference { 4 } else { 7 };
-            chart
-                .draw_series(l.points.iter().map(|&p| Circle::new(p, r, col.filled())))?
-                .label(l.name.clone())
-                .legend(move |(x, y)| Circle::new((x + 10, y), 5, col.filled()));
-            continue;
+    let st = styles(&c.lines, y1 - y0);
+    let plot = chart.plotting_area();
+    for (l, (s, _)) in c.lines.iter().zip(&st) {
+        if l.crosses {
+            for &p in &l.points {
+                plot.draw(&Cross::new(p, 6, RGBColor(213, 94, 0).stroke_width(2)))?;
+            }
+        } else if l.dots {
+            let (col, r) = if l.reference { (GREY, 4) } else { (color(l.color), 7) };
+            for &p in &l.points {
+                plot.draw(&Circle::new(p, r, col.filled()))?;
+            }
+        } else if l.reference || l.reference_colored {
+            let col = if l.reference_colored { color(l.color) } else { GREY };
+            let pattern = if l.reference_colored { Pattern::Dotted } else { Pattern::Solid };
+            data_path(plot, &l.points, pattern, col.stroke_width(2))?;
+        } else {
+            data_path(plot, &l.points, s.pattern, s.rgb().stroke_width(3))?;
+            if s.marker {
+                for &p in &l.points {
+                    plot.draw(&Circle::new(p, 4, s.rgb().filled()))?;
+                }
+            }
         }
-        chart
-            .draw_series(LineSeries::new(l.points.iter().copied(), col.stroke_width(width)))?
-            .label(l.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(3)));
     }
-    if let Some((y, label)) = &c.threshold {
-        chart.draw_series(std::iter::once(PathElement::new(
-            vec![(x0, *y), (x1, *y)],
-            RGBColor(90, 90, 90).stroke_width(1),
-        )))?;
-        chart.draw_series(std::iter::once(Text::new(
-            label.clone(),
-            (x0 + (x1 - x0) * 0.01, *y),
-            ("sans-serif", 16),
-        )))?;
+    let dark = RGBColor(90, 90, 90);
+    for (y, _) in &c.thresholds {
+        data_path(plot, &[(x0, *y), (x1, *y)], Pattern::Dashed, dark.stroke_width(2))?;
     }
-    for (i, (x, label, ci)) in c.marks.iter().enumerate() {
-        let col = color(*ci);
-        chart.draw_series(std::iter::once(PathElement::new(vec![(*x, y0), (*x, y1)], col.stroke_width(2))))?;
-        let y = y1 - (y1 - y0) * (0.05 + 0.045 * i as f64);
-        chart.draw_series(std::iter::once(Text::new(
-            format!(" {label}"),
-            (*x, y),
-            ("sans-serif", 16).into_font().color(&col),
-        )))?;
+    for (x, _) in &c.x_thresholds {
+        data_path(plot, &[(*x, y0), (*x, y1)], Pattern::Dashed, dark.stroke_width(2))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(180, 180, 180))
-        .label_font(("sans-serif", 18))
-        .position(if c.legend_lower_right { SeriesLabelPosition::LowerRight } else { SeriesLabelPosition::UpperRight })
-        .draw()?;
-    Ok(())
+    for m in &c.marks {
+        let pts = [(m.x, y0), (m.x, y1)];
+        match m.color {
+            Some(i) => data_path(plot, &pts, Pattern::Solid, color(i).stroke_width(2))?,
+            None => data_path(plot, &pts, Pattern::Dashed, GREY.stroke_width(2))?,
+        }
+    }
+    Ok(chart)
 }
 
-fn draw_bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChart) -> DrawResult<DB> {
+fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart, size: (u32, u32)) -> DrawResult<DB> {
     root.fill(&WHITE)?;
-    let n = c.categories.len().max(1) as f64;
-    let k = c.series.len().max(1) as f64;
-    let (_, hi) = bounds(c.series.iter().flat_map(|s| s.2.iter().flatten().copied()).chain([0.0]));
-    // Headroom above the bars for the legend.
-    let hi = if hi <= 0.0 { 1.0 } else { hi * (1.15 + 0.07 * k) };
-    let cats = c.categories.clone();
-    let mut chart = ChartBuilder::on(root)
-        .caption(&c.title, ("sans-serif", title_size(&c.title)))
-        .margin(20)
-        .x_label_area_size(60)
-        .y_label_area_size(90)
-        .build_cartesian_2d(0.0..n, 0.0..hi)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(c.categories.len() * 2 + 1)
-        .x_label_formatter(&move |x: &f64| {
-            let i = x.floor() as usize;
-            if (x - i as f64 - 0.5).abs() < 0.26 { cats.get(i).cloned().unwrap_or_default() } else { String::new() }
-        })
-        .y_desc(&c.y_label)
-        .y_label_formatter(&|y| short(*y))
-        .label_style(("sans-serif", 18))
-        .axis_desc_style(("sans-serif", 22))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()?;
-    let w = 0.8 / k;
-    for (si, (name, ci, values)) in c.series.iter().enumerate() {
-        let col = color(*ci);
-        let bars = values.iter().enumerate().filter_map(|(i, v)| {
-            v.map(|v| {
-                let x = i as f64 + 0.1 + w * si as f64;
-                Rectangle::new([(x, 0.0), (x + w * 0.92, v)], col.filled())
-            })
-        });
-        chart
-            .draw_series(bars)?
-            .label(name.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 20, y + 6)], col.filled()));
+    let (xr, yr) = ranges(c);
+    let entries = legend(c, yr.1 - yr.0);
+    let texts: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
+    let l = layout::layout(size, &texts, &c.marks, xr);
+    draw_title(root, &c.title, l.title)?;
+    let area = root.clone().shrink((l.chart.x0, l.chart.y0), (l.chart.width() as u32, l.chart.height() as u32));
+    let chart = draw_plot(&area, c, None, xr, yr, 18)?;
+    let top = chart.plotting_area().get_pixel_range().1.start;
+    for p in &l.labels {
+        let col = p.colors[0].map(color).unwrap_or(GREY);
+        root.draw(&PathElement::new(vec![(p.anchor, p.rect.y1), (p.anchor, top)], col.mix(0.6).stroke_width(1)))?;
+        root.draw(&Rectangle::new([(p.rect.x0, p.rect.y0), (p.rect.x1, p.rect.y1)], WHITE.filled()))?;
+        let mut x = p.rect.x0 + 3;
+        if p.merged > 1 {
+            // One small square per mark the label stands for, in its colour.
+            for c in &p.colors {
+                let col = c.map(color).unwrap_or(GREY);
+                root.draw(&Rectangle::new([(x, p.rect.y0 + 5), (x + 9, p.rect.y0 + 14)], col.filled()))?;
+                x += 12;
+            }
+        }
+        root.draw(&Text::new(p.text.clone(), (x, p.rect.y0 + 2), ("sans-serif", LABEL_FONT).into_font().color(&col)))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(180, 180, 180))
-        .label_font(("sans-serif", 18))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()?;
-    Ok(())
+    let swatches: Vec<Swatch> = entries.iter().map(|e| e.1).collect();
+    draw_legend(root, &l, &swatches)
 }
 
-/// A title font size that fits the chart's width.
-fn title_size(title: &str) -> u32 {
+/// Rows and columns for `n` panels.
+pub fn grid_shape(n: usize) -> (usize, usize) {
+    let cols = match n {
+        0..=1 => 1,
+        2 => 2,
+        3..=4 => 2,
+        5..=9 => 3,
+        _ => 4,
+    };
+    (n.div_ceil(cols).max(1), cols)
+}
+
+fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, g: &GridChart, size: (u32, u32)) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let Some(first) = g.panels.first() else { return Ok(()) };
+    // One y range for all panels, so they compare at a glance.
+    let all = LineChart { lines: g.panels.iter().flat_map(|p| p.lines.clone()).collect(), ..first.clone() };
+    let (xr, yr) = ranges(&all);
+    let entries = legend(first, yr.1 - yr.0);
+    let texts: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
+    let l = layout::layout(size, &texts, &[], xr);
+    draw_title(root, &g.title, l.title)?;
+    let area = root.clone().shrink((l.chart.x0, l.chart.y0), (l.chart.width() as u32, l.chart.height() as u32));
+    let (rows, cols) = grid_shape(g.panels.len());
+    let cells = area.split_evenly((rows, cols));
+    for (panel, cell) in g.panels.iter().zip(&cells) {
+        let (pxr, _) = ranges(panel);
+        draw_plot(cell, panel, Some((&panel.title, 17)), pxr, yr, 13)?;
+    }
+    let swatches: Vec<Swatch> = entries.iter().map(|e| e.1).collect();
+    draw_legend(root, &l, &swatches)
+}
+
+/// A title font size that fits `width` pixels.
+pub(super) fn title_size(title: &str, width: i32) -> u32 {
     let chars = title.chars().count().max(1) as f64;
-    ((SIZE.0 as f64 - 60.0) / (0.56 * chars)).clamp(14.0, 30.0) as u32
+    ((width as f64 - 60.0) / (0.6 * chars)).clamp(12.0, 28.0) as u32
 }
 
 /// A compact tick label.
-fn short(x: f64) -> String {
+pub(crate) fn short(x: f64) -> String {
     let a = x.abs();
-    if a == 0.0 {
+    if a < 1e-12 {
         "0".into()
     } else if a >= 1e6 {
         format!("{:.1}M", x / 1e6)
@@ -263,30 +496,33 @@ fn short(x: f64) -> String {
     } else if a >= 1.0 {
         format!("{x:.2}").trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
-        format!("{x:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
+        format!("{x:.4}").trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 
-/// A chart to draw.
-pub enum Chart {
-    Lines(LineChart),
-    Bars(BarChart),
+fn draw_any<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart, size: (u32, u32)) -> DrawResult<DB> {
+    match chart {
+        Chart::Lines(c) => draw_lines(root, c, size),
+        Chart::Bars(c) => draw_bars(root, c, size),
+        Chart::Grid(g) => draw_grid(root, g, size),
+    }
 }
 
-/// Draws `chart` as `<stem>.png` and `<stem>.svg` in `dir` (through
-/// temporary files renamed into place).
+/// Draws `chart` as `<stem>.png` and `<stem>.svg` in `dir` at the default size.
 pub fn save(chart: &Chart, dir: &Path, stem: &str) -> anyhow::Result<()> {
+    save_sized(chart, dir, stem, SIZE)
+}
+
+/// Draws `chart` as `<stem>.png` and `<stem>.svg` in `dir` at `size`
+/// pixels (through temporary files renamed into place).
+pub fn save_sized(chart: &Chart, dir: &Path, stem: &str, size: (u32, u32)) -> anyhow::Result<()> {
     register_font();
     std::fs::create_dir_all(dir)?;
     let tmp_png = dir.join(format!(".{stem}.tmp-{}.png", std::process::id()));
     let drawn = (|| -> anyhow::Result<()> {
         crate::interrupt::check()?;
-        let root = BitMapBackend::new(&tmp_png, SIZE).into_drawing_area();
-        match chart {
-            Chart::Lines(c) => draw_lines(&root, c),
-            Chart::Bars(c) => draw_bars(&root, c),
-        }
-        .map_err(|e| anyhow::anyhow!("drawing {stem}.png: {e}"))?;
+        let root = BitMapBackend::new(&tmp_png, size).into_drawing_area();
+        draw_any(&root, chart, size).map_err(|e| anyhow::anyhow!("drawing {stem}.png: {e}"))?;
         root.present().map_err(|e| anyhow::anyhow!("writing {stem}.png: {e}"))?;
         // Ctrl-C while drawing: the file is not moved into place.
         Ok(crate::interrupt::check()?)
@@ -298,14 +534,89 @@ pub fn save(chart: &Chart, dir: &Path, stem: &str) -> anyhow::Result<()> {
     crate::output::files::install(&tmp_png, &dir.join(format!("{stem}.png")), &[])?;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        match chart {
-            Chart::Lines(c) => draw_lines(&root, c),
-            Chart::Bars(c) => draw_bars(&root, c),
-        }
-        .map_err(|e| anyhow::anyhow!("drawing {stem}.svg: {e}"))?;
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw_any(&root, chart, size).map_err(|e| anyhow::anyhow!("drawing {stem}.svg: {e}"))?;
         root.present().map_err(|e| anyhow::anyhow!("writing {stem}.svg: {e}"))?;
     }
     crate::output::write_atomic(&dir.join(format!("{stem}.svg")), svg.as_bytes(), &[])?;
     Ok(())
+}
+
+/// The plotting area plotters actually uses for `c` at `size` (to check
+/// the layout's estimate).
+pub fn plot_area_px(c: &LineChart, size: (u32, u32)) -> Rect {
+    register_font();
+    let mut buf = vec![0u8; (size.0 * size.1 * 3) as usize];
+    let root = BitMapBackend::with_buffer(&mut buf, size).into_drawing_area();
+    let (xr, yr) = ranges(c);
+    let l = line_layout(c, size);
+    let area = root.clone().shrink((l.chart.x0, l.chart.y0), (l.chart.width() as u32, l.chart.height() as u32));
+    let chart = draw_plot(&area, c, None, xr, yr, 18).expect("drawing into memory");
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
+    Rect { x0: xs.start, y0: ys.start, x1: xs.end, y1: ys.end }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(name: &str, i: usize, ys: &[f64]) -> Line {
+        Line {
+            name: name.into(),
+            color: i,
+            points: ys.iter().enumerate().map(|(x, y)| (x as f64, *y)).collect(),
+            ..Line::default()
+        }
+    }
+
+    #[test]
+    fn the_layout_matches_what_plotters_draws_and_the_legend_is_outside_it() {
+        let c = LineChart {
+            lines: (0..9).map(|i| line(&format!("variant {i}"), i, &[i as f64, 2.0, 3.0])).collect(),
+            marks: vec![Mark { x: 1.0, label: "knee of variant 1".into(), color: Some(1) }],
+            ..LineChart::default()
+        };
+        let l = line_layout(&c, SIZE);
+        let actual = plot_area_px(&c, SIZE);
+        assert!((actual.x0 - l.plot.x0).abs() <= 3 && (actual.x1 - l.plot.x1).abs() <= 3, "{actual:?} vs {:?}", l.plot);
+        assert!((actual.y0 - l.plot.y0).abs() <= 3 && (actual.y1 - l.plot.y1).abs() <= 3, "{actual:?} vs {:?}", l.plot);
+        assert!(!l.legend.intersects(&actual));
+        assert!(l.labels.iter().all(|p| !p.rect.intersects(&actual)));
+    }
+
+    #[test]
+    fn coinciding_lines_are_named_and_drawn_so_both_show() {
+        let c = LineChart {
+            lines: vec![
+                line("a", 0, &[0.0, 0.0]),
+                line("b", 1, &[0.0, 0.0]),
+                line("c", 2, &[0.0, 0.0]),
+                line("d", 3, &[1.0, 2.0]),
+            ],
+            ..LineChart::default()
+        };
+        let texts: Vec<String> = legend(&c, 2.0).into_iter().map(|e| e.0).collect();
+        assert_eq!(texts, ["a", "b (same as a)", "c (same as a)", "d"]);
+        let st = styles(&c.lines, 2.0);
+        let patterns: Vec<Pattern> = st.iter().map(|s| s.0.pattern).collect();
+        assert_eq!(patterns, [Pattern::Solid, Pattern::Dashed, Pattern::Dotted, Pattern::Solid]);
+    }
+
+    #[test]
+    fn sixteen_variants_get_sixteen_distinct_styles_in_the_legend() {
+        let c = LineChart {
+            lines: (0..16).map(|i| line(&format!("v{i}"), i, &[i as f64, i as f64 + 1.0])).collect(),
+            ..LineChart::default()
+        };
+        let l = legend(&c, 20.0);
+        let distinct: std::collections::HashSet<String> = l.iter().map(|e| format!("{:?}", e.1)).collect();
+        assert_eq!(distinct.len(), 16);
+    }
+
+    #[test]
+    fn shares_stay_in_zero_to_one() {
+        let c = LineChart { lines: vec![line("a", 0, &[0.2, 1.0])], y_share: true, ..LineChart::default() };
+        let (_, (y0, y1)) = ranges(&c);
+        assert!(y0 >= 0.0 && y1 <= 1.0, "{y0}..{y1}");
+    }
 }

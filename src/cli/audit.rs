@@ -13,8 +13,15 @@ use clap::Args;
 pub struct AuditArgs {
     #[command(flatten)]
     pub exp: super::ExperimentArgs,
-    #[command(flatten)]
-    pub sim: super::SimArgs,
+    /// Seed (overrides experiment.seed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// What to print on stdout: table, json or markdown (csv prints the table).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Also write audit.json (the object --format json prints) into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
     /// Audit this variant [default: the first].
     #[arg(long = "variant", value_name = "NAME")]
     pub variant: Option<String>,
@@ -26,7 +33,7 @@ pub struct AuditArgs {
 /// Runs the `audit` command.
 pub fn run(args: &AuditArgs) -> anyhow::Result<i32> {
     let mut sets = args.exp.sets.clone();
-    if let Some(seed) = args.sim.seed {
+    if let Some(seed) = args.seed {
         sets.push(format!("experiment.seed={seed}"));
     }
     let exp = load_experiment(&args.exp.experiment, &sets)?;
@@ -57,7 +64,12 @@ pub fn run(args: &AuditArgs) -> anyhow::Result<i32> {
     // Probes cut short by Ctrl-C prove nothing.
     crate::interrupt::check()?;
     let failed = findings.iter().filter(|f| !f.passed()).count();
-    match args.sim.format {
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)?;
+        let doc = serde_json::to_string_pretty(&json(&findings))? + "\n";
+        crate::output::write_atomic(&dir.join("audit.json"), doc.as_bytes(), &exp.inputs)?;
+    }
+    match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&json(&findings))?),
         Format::Markdown => print!("{}", markdown(&findings)),
         Format::Table | Format::Csv => print!("{}", text(&findings)),

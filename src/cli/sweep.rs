@@ -28,8 +28,10 @@ pub struct SweepArgs {
     /// A swept field: KEY=a,b,c or KEY=LO..HI:N (repeatable: the product).
     #[arg(long = "param", value_name = "KEY=SPEC", required = true)]
     pub params: Vec<String>,
-    /// The knee condition (with exactly one --param): the last value before it first fails.
-    #[arg(long, value_name = "METRIC>=X", default_value = "success_rate>=0.99")]
+    /// The knee condition METRIC OP NUMBER, OP one of >=, <=, >, < (with
+    /// exactly one --param): each variant's knee is the last value before
+    /// it first fails.
+    #[arg(long, value_name = "CONDITION", default_value = "success_rate>=0.99")]
     pub knee: String,
     /// Run only shard K of N of the grid (merge the shards with `retrysim merge`).
     #[arg(long, value_name = "K/N")]

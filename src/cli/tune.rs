@@ -259,16 +259,27 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     };
     if report.choice.is_some() {
         report.emitted = emit_policies(&emit, &ctx, &exp, &inputs, &report)?;
-        if !args.sim.no_plots {
-            // Charts go to the output folder, never beside a policy in policies/.
-            let dir = out_dir(args, &exp.path);
-            chart::pareto_chart(&report, &dir.join("pareto"))?;
-            report.chart = Some(dir.join("pareto.png"));
-        }
     }
+    // The chart and tune.json (what `retrysim report` reads) go to the
+    // output folder, never beside a policy in policies/.
+    let dir = out_dir(args, &exp.path);
+    if !args.sim.no_plots && !evaluated.is_empty() {
+        chart::pareto_chart(&report, &dir.join("pareto"))?;
+        report.chart = Some(dir.join("pareto.png"));
+    }
+    let doc = serde_json::to_string_pretty(&json::report(&report))?;
+    std::fs::create_dir_all(&dir)?;
+    crate::output::write_atomic(&dir.join("tune.json"), format!("{doc}\n").as_bytes(), &inputs)?;
     match args.sim.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&json::report(&report))?),
-        _ => print!("{}", text::report(&report, elapsed)),
+        Format::Json => println!("{doc}"),
+        _ => {
+            print!("{}", text::report(&report, elapsed));
+            println!(
+                "wrote {} (`retrysim report {}` makes a report of it)",
+                dir.join("tune.json").display(),
+                dir.display()
+            );
+        }
     }
     Ok(if report.choice.is_some() { EXIT_OK } else { EXIT_CHECK_FAILED })
 }

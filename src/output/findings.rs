@@ -61,9 +61,23 @@ fn own_findings(v: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// A relative change with its interval: `27% ± 1%`.
+/// A relative change with its interval: `27% ± 1%` (`27%, within ±0.5%`
+/// when the interval rounds to nothing).
 fn relative(diff: f64, h: f64, base: f64) -> String {
-    format!("{:.0}% ± {:.0}%", (diff / base).abs() * 100.0, (h / base).abs() * 100.0)
+    let (x, h) = ((diff / base).abs() * 100.0, (h / base).abs() * 100.0);
+    if h < 0.5 { format!("{x:.0}% (within ±0.5%)") } else { format!("{x:.0}% ± {h:.0}%") }
+}
+
+/// A signed change in per cent with its interval, for a non-result:
+/// `+2% ± 3%`, or `none in any replication` when both are nothing.
+fn signed_relative(x: f64, h: f64) -> String {
+    if x.abs() < 0.5 && h < 0.5 {
+        "no change in any replication".into()
+    } else if h < 0.5 {
+        format!("{x:+.0}%, within ±0.5%")
+    } else {
+        format!("{x:+.0}% ± {h:.0}%")
+    }
 }
 
 /// One variant against the baseline.
@@ -74,8 +88,16 @@ fn vs_findings(v: &Value, base: &Value, out: &mut Vec<String>) {
     let bm = |k: &str| mean(&base["metrics"][k]);
     let service = v["amplification_service"].as_str().unwrap_or("");
     let success = &vs["success_rate"];
-    let success_text =
-        |d: &Value| mean(d).map(|x| format!("{:+.2} ± {:.2} points", x * 100.0, half(d).unwrap_or(0.0) * 100.0));
+    let success_text = |d: &Value| {
+        mean(d).map(|x| {
+            let (x, h) = (x * 100.0, half(d).unwrap_or(0.0) * 100.0);
+            if x.abs() < 0.005 && h < 0.005 {
+                "no change in any replication".to_string()
+            } else {
+                format!("{x:+.2} ± {h:.2} points")
+            }
+        })
+    };
     let mut no_difference = Vec::new();
 
     // Success.
@@ -102,9 +124,8 @@ fn vs_findings(v: &Value, base: &Value, out: &mut Vec<String>) {
             ));
         } else {
             no_difference.push(format!(
-                "amplification at {service} ({:+.0}% ± {:.0}%)",
-                d / b * 100.0,
-                (h / b).abs() * 100.0
+                "amplification at {service} ({})",
+                signed_relative(d / b * 100.0, (h / b).abs() * 100.0)
             ));
         }
     }
@@ -169,7 +190,12 @@ pub fn findings(summary: &Value) -> Vec<String> {
         }
     }
     out.extend(identical(&variants));
-    if out.is_empty() {
+    if out.is_empty() && variants.len() == 1 {
+        let name = variants[0]["name"].as_str().unwrap_or("");
+        out.push(format!(
+            "Only one variant ran (\"{name}\"), so there is nothing to compare it with; it had no duplicate, lost effect or failed recovery. Its numbers are in the table and the charts."
+        ));
+    } else if out.is_empty() {
         out.push("No variant showed a significant difference, a duplicate, a lost effect or a failed recovery.".into());
     }
     out

@@ -182,7 +182,8 @@ impl SweepDoc {
         let mut out = String::new();
         for (ri, r) in rows.iter().enumerate() {
             if markdown {
-                out.push_str(&format!("| {} |\n", r.join(" | ")));
+                let cells: Vec<String> = r.iter().map(|c| super::markdown::cell(c)).collect();
+                out.push_str(&format!("| {} |\n", cells.join(" | ")));
                 if ri == 0 {
                     out.push_str(&format!("|{}|\n", vec!["---"; r.len()].join("|")));
                 }
@@ -206,7 +207,7 @@ impl SweepDoc {
         for k in &self.knees {
             out.push_str(&format!(
                 "knee of \"{}\" ({} {} {}): {}\n",
-                k.variant,
+                if markdown { super::markdown::escape(&k.variant) } else { k.variant.clone() },
                 self.knee.metric,
                 self.knee.op,
                 self.knee.threshold,

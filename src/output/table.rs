@@ -144,13 +144,14 @@ pub fn render_text(summaries: &[VariantSummary], replications: usize, show: &[St
 /// The same table in Markdown.
 pub fn render_markdown(summaries: &[VariantSummary], show: &[String]) -> String {
     let (header, body) = rows(summaries, &columns(summaries, show));
-    let mut out = format!("| {} |\n", header.join(" | "));
+    let esc = |r: &[String]| r.iter().map(|c| super::markdown::cell(c)).collect::<Vec<_>>().join(" | ");
+    let mut out = format!("| {} |\n", esc(&header));
     out.push_str(&format!(
         "|{}|\n",
         header.iter().enumerate().map(|(i, _)| if i == 0 { "---" } else { "---:" }).collect::<Vec<_>>().join("|")
     ));
     for r in body {
-        out.push_str(&format!("| {} |\n", r.join(" | ")));
+        out.push_str(&format!("| {} |\n", esc(&r)));
     }
     out
 }

@@ -286,7 +286,7 @@ pub fn chart(set: &RunSet, model: &Model, dir: &Path) -> anyhow::Result<()> {
             y_label: "share of successful calls at or below".into(),
             lines,
             x_log10: true,
-            legend_lower_right: true,
+            y_share: true,
             ..LineChart::default()
         }),
         dir,

@@ -1,0 +1,363 @@
+//! The charts of a run: time charts (to the end of the drain, with the end
+//! of the arrivals marked), the latency distribution, and bars with 95%
+//! intervals per edge, per service and for the side-effect anomalies.
+
+use super::bars::{BarChart, BarSeries, BarValue};
+use super::draw::{Chart, Line, LineChart};
+use super::layout::Mark;
+use super::{Planned, PlotOptions, check_variants, read_json, shown};
+use anyhow::Context;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Variants with the same offered series: the first's index, the names, the series.
+type OfferedGroup = (usize, Vec<String>, Vec<(f64, f64)>);
+
+/// `timeseries.csv` averaged over replications: variant → column → (t, mean).
+type Series = BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>>;
+
+fn read_timeseries(path: &Path) -> anyhow::Result<(Vec<String>, Series)> {
+    let mut r = csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let header: Vec<String> = r.headers()?.iter().map(str::to_string).collect();
+    let mut sums: BTreeMap<(String, String, u64), (f64, u32)> = BTreeMap::new();
+    for rec in r.records() {
+        let rec = rec?;
+        let variant = rec.get(0).unwrap_or_default().to_string();
+        let t: f64 = rec.get(2).and_then(|x| x.parse().ok()).unwrap_or(0.0);
+        for (i, col) in header.iter().enumerate().skip(3) {
+            if let Some(v) = rec.get(i).and_then(|x| x.parse::<f64>().ok()) {
+                let e = sums.entry((variant.clone(), col.clone(), (t * 1e6).round() as u64)).or_insert((0.0, 0));
+                e.0 += v;
+                e.1 += 1;
+            }
+        }
+    }
+    let mut out: Series = BTreeMap::new();
+    for ((variant, col, t), (sum, n)) in sums {
+        out.entry(variant).or_default().entry(col).or_default().push((t as f64 / 1e6, sum / n as f64));
+    }
+    Ok((header, out))
+}
+
+fn read_faults(path: &Path, variant: &str, end: f64) -> Vec<(f64, f64, String)> {
+    let Ok(mut r) = csv::Reader::from_path(path) else { return Vec::new() };
+    r.records()
+        .flatten()
+        .filter(|rec| rec.get(0) == Some(variant))
+        .map(|rec| {
+            let start: f64 = rec.get(4).and_then(|x| x.parse().ok()).unwrap_or(0.0);
+            let stop: f64 = rec.get(5).and_then(|x| x.parse().ok()).unwrap_or(end);
+            (
+                start,
+                stop.min(end),
+                format!("{} at {} ({})", rec.get(2).unwrap_or(""), rec.get(3).unwrap_or(""), rec.get(1).unwrap_or("")),
+            )
+        })
+        .collect()
+}
+
+fn bar_value(m: &Value) -> Option<BarValue> {
+    let mean = m.get("mean").and_then(Value::as_f64)?;
+    let ci95 = m.get("ci95").and_then(|c| Some((c.get(0)?.as_f64()?, c.get(1)?.as_f64()?)));
+    Some(BarValue { mean, ci95 })
+}
+
+/// Whether two series of (t, y) differ anywhere by more than `tol`.
+fn differ(a: &[(f64, f64)], b: &[(f64, f64)], tol: f64) -> bool {
+    a.len() != b.len() || a.iter().zip(b).any(|(p, q)| p.0 != q.0 || (p.1 - q.1).abs() > tol)
+}
+
+/// Plans every chart of the run in `dir`; a chart with nothing to show
+/// carries the reason instead of being drawn.
+pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planned, Option<String>)>> {
+    let summary = read_json(&dir.join("summary.json"))?;
+    let all_variants = summary["variants"].as_array().cloned().unwrap_or_default();
+    let all_names: Vec<String> = all_variants.iter().map(|v| v["name"].as_str().unwrap_or("").to_string()).collect();
+    check_variants(opts, &all_names)?;
+    // (series index, name, summary entry) of the variants drawn; the index keeps each its style.
+    let variants: Vec<(usize, String, &Value)> = all_variants
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| shown(opts, &all_names[*i]))
+        .map(|(i, v)| (i, all_names[i].clone(), v))
+        .collect();
+    let reps = variants.first().and_then(|v| v.2["replications"].as_u64()).unwrap_or(0);
+    let (header, ts) = read_timeseries(&dir.join("timeseries.csv"))?;
+    let duration = summary["experiment"]["duration_s"].as_f64().unwrap_or(f64::INFINITY);
+    // The drain ends with the last bin in which anything still happened
+    // (an attempt, a success, a request queued or in service); idle bins after it are left out.
+    let active = |col: &str| col != "offered_per_s" && !col.ends_with("_p99_s");
+    let busy_until = ts
+        .values()
+        .flat_map(|c| {
+            c.iter().filter(|(k, _)| active(k)).flat_map(|(_, p)| p.iter().filter(|x| x.1 != 0.0).map(|x| x.0))
+        })
+        .fold(0.0, f64::max);
+    let bin0 = ts.values().flat_map(|c| c.values()).find_map(|p| (p.len() > 1).then(|| p[1].0 - p[0].0)).unwrap_or(1.0);
+    let cut = duration.max(busy_until + bin0);
+    let ts: Series = ts
+        .into_iter()
+        .map(|(v, cols)| {
+            (v, cols.into_iter().map(|(k, p)| (k, p.into_iter().filter(|x| x.0 <= cut).collect())).collect())
+        })
+        .collect();
+    let last = ts.values().flat_map(|c| c.values()).flat_map(|p| p.last().map(|x| x.0)).fold(0.0, f64::max);
+    let drains = last >= duration;
+    let bin = ts.values().flat_map(|c| c.values()).find_map(|p| (p.len() > 1).then(|| p[1].0 - p[0].0)).unwrap_or(1.0);
+    let end_mark =
+        Mark { x: duration, label: format!("end of arrivals ({} s)", super::draw::short(duration)), color: None };
+    let shade = variants
+        .first()
+        .map(|v| read_faults(&dir.join("faults.csv"), &v.1, last.max(duration) + bin))
+        .unwrap_or_default();
+    let exp_name = summary["experiment"]["name"].as_str().unwrap_or("").to_string();
+    let mut out: Vec<(Planned, Option<String>)> = Vec::new();
+    let drain_text = if drains {
+        format!(
+            " The dashed line marks the end of the arrivals at {} s; after it the requests still in the system drain.",
+            super::draw::short(duration)
+        )
+    } else {
+        String::new()
+    };
+    let time_chart = |col: &str, title: &str, y: &str, offered: bool, share: bool| -> (Chart, bool) {
+        let mut lines: Vec<Line> = variants
+            .iter()
+            .map(|(i, n, _)| Line {
+                name: n.clone(),
+                color: *i,
+                points: ts.get(n).and_then(|c| c.get(col)).cloned().unwrap_or_default(),
+                ..Line::default()
+            })
+            .collect();
+        let mut per_variant = false;
+        if offered {
+            let of = |n: &str| ts.get(n).and_then(|c| c.get("offered_per_s")).cloned().unwrap_or_default();
+            let first = variants.first().map(|v| of(&v.1)).unwrap_or_default();
+            let top = first.iter().map(|p| p.1).fold(0.0, f64::max);
+            per_variant = variants.iter().any(|(_, n, _)| differ(&of(n), &first, top * 1e-9));
+            if per_variant {
+                // One dotted line per distinct offered series, named after every variant it is.
+                let mut groups: Vec<OfferedGroup> = Vec::new();
+                for (i, n, _) in &variants {
+                    let pts = of(n);
+                    match groups.iter_mut().find(|g| !differ(&g.2, &pts, top * 1e-9)) {
+                        Some(g) => g.1.push(n.clone()),
+                        None => groups.push((*i, vec![n.clone()], pts)),
+                    }
+                }
+                for (k, (i, names, pts)) in groups.into_iter().enumerate() {
+                    let line = Line {
+                        name: format!("offered intents ({})", names.join(", ")),
+                        color: i,
+                        points: pts,
+                        reference_colored: true,
+                        ..Line::default()
+                    };
+                    lines.insert(k, line);
+                }
+            } else {
+                lines.insert(
+                    0,
+                    Line { name: "offered intents".into(), points: first, reference: true, ..Line::default() },
+                );
+            }
+        }
+        let chart = Chart::Lines(LineChart {
+            title: format!("{title} — {exp_name}"),
+            x_label: "time (s)".into(),
+            y_label: y.into(),
+            lines,
+            shade: shade.clone(),
+            marks: if drains { vec![end_mark.clone()] } else { Vec::new() },
+            y_share: share,
+            ..LineChart::default()
+        });
+        (chart, per_variant)
+    };
+    let of_reps = format!("mean over {reps} replication(s), per {} s bin", super::draw::short(bin));
+    let offered_text = |per_variant: bool| {
+        if per_variant {
+            "Offered intents are dotted, one line per variant (their arrivals differ)."
+        } else {
+            "Offered intents are the grey line."
+        }
+    };
+    for (stem, col, title, y, offered, what) in [
+        (
+            "goodput",
+            "goodput_per_s",
+            "Goodput over time",
+            "successful intents per second",
+            true,
+            "Successful intents per second",
+        ),
+        (
+            "attempts",
+            "attempts_per_s",
+            "Attempts over time",
+            "client attempts per second",
+            true,
+            "Attempts the clients sent per second (first attempts and retries)",
+        ),
+        (
+            "hedges",
+            "hedges_per_s",
+            "Hedged copies over time",
+            "hedges sent per second",
+            false,
+            "Hedged copies sent per second on every edge",
+        ),
+        (
+            "throttled",
+            "throttled_per_s",
+            "Attempts the client-side throttle held back",
+            "throttled attempts per second",
+            false,
+            "Attempts a client-side throttle refused or held back per second",
+        ),
+    ] {
+        if !header.iter().any(|h| h == col) {
+            continue;
+        }
+        let (chart, per_variant) = time_chart(col, title, y, offered, false);
+        let faults = if shade.is_empty() { "" } else { " Fault windows are shaded." };
+        let caption = format!(
+            "{what}, per variant ({of_reps}).{}{faults}{drain_text}",
+            if offered { format!(" {}", offered_text(per_variant)) } else { String::new() }
+        );
+        out.push((Planned { stem: stem.into(), metric: col.into(), caption, chart }, None));
+    }
+    let cdf_lines = variants
+        .iter()
+        .map(|(i, n, v)| Line {
+            name: n.clone(),
+            color: *i,
+            points: v["latency_cdf"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|p| Some((p["latency_s"].as_f64()?.max(1e-6).log10(), p["q"].as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            ..Line::default()
+        })
+        .collect();
+    out.push((
+        Planned {
+            stem: "latency_cdf".into(),
+            metric: "latency".into(),
+            caption: "The distribution of end-to-end latency of successful intents, per variant, pooled over the replications: the share of them (y) finished within a latency (x, log scale). A long flat shelf before 1 is intents rescued by late retries.".into(),
+            chart: Chart::Lines(LineChart {
+                title: format!("End-to-end latency of successful intents — {exp_name}"),
+                x_label: "latency (log scale)".into(),
+                y_label: "share of successful intents at or below".into(),
+                lines: cdf_lines,
+                x_log10: true,
+                y_share: true,
+                ..LineChart::default()
+            }),
+        },
+        None,
+    ));
+    let bars = |key: &str, metric: &str, title: &str, y: &str| -> Chart {
+        let cats: Vec<String> = variants
+            .first()
+            .and_then(|v| v.2[key].as_object())
+            .map(|o| o.keys().filter(|k| !k.contains('[')).cloned().collect())
+            .unwrap_or_default();
+        let series = variants
+            .iter()
+            .map(|(i, n, v)| BarSeries {
+                name: n.clone(),
+                color: *i,
+                values: cats.iter().map(|c| bar_value(&v[key][c][metric])).collect(),
+            })
+            .collect();
+        Chart::Bars(BarChart { title: format!("{title} — {exp_name}"), y_label: y.into(), categories: cats, series })
+    };
+    let ci = "Each bar is the mean over the replications with its 95% interval; n/a marks a value that does not apply, a stub on the axis a zero.";
+    out.push((
+        Planned {
+            stem: "edges".into(),
+            metric: "attempts_per_intent".into(),
+            caption: format!("Attempts per intent on each call edge, per variant: how many attempts one business operation causes on that hop. {ci}"),
+            chart: bars("edges", "attempts_per_intent", "Attempts per intent on each call edge", "attempts per intent"),
+        },
+        None,
+    ));
+    out.push((
+        Planned {
+            stem: "services".into(),
+            metric: "amplification".into(),
+            caption: format!("Requests per intent arriving at each service, per variant; the largest is the table's amplification. {ci}"),
+            chart: bars("services", "requests_per_intent", "Requests per intent at each service (amplification)", "requests per intent"),
+        },
+        None,
+    ));
+    let effect_metrics = ["duplicate_intents", "orphan_commits", "lost_effects"];
+    let effects = Chart::Bars(BarChart {
+        title: format!("Side-effect anomalies per replication — {exp_name}"),
+        y_label: "count per replication (intents in the window)".into(),
+        categories: vec!["duplicate intents".into(), "orphan commits".into(), "lost effects".into()],
+        series: variants
+            .iter()
+            .map(|(i, n, v)| BarSeries {
+                name: n.clone(),
+                color: *i,
+                values: effect_metrics.iter().map(|m| bar_value(&v["metrics"][*m])).collect(),
+            })
+            .collect(),
+    });
+    let any_effect = variants
+        .iter()
+        .any(|(_, _, v)| effect_metrics.iter().any(|m| v["metrics"][*m]["mean"].as_f64().is_some_and(|x| x != 0.0)));
+    out.push((
+        Planned {
+            stem: "effects".into(),
+            metric: "effects".into(),
+            caption: format!("Side-effect anomalies per replication (duplicate intents, orphan commits, lost effects), per variant. {ci}"),
+            chart: effects,
+        },
+        (!any_effect).then(|| "no variant had a duplicate intent, an orphan commit or a lost effect (all zero)".to_string()),
+    ));
+    let services: Vec<String> =
+        header.iter().filter_map(|h| h.strip_suffix(".queue_len")).map(str::to_string).collect();
+    for svc in &services {
+        let (chart, _) = time_chart(
+            &format!("{svc}.queue_len"),
+            &format!("Queue length at {svc}"),
+            "requests waiting (mean over the bin)",
+            false,
+            false,
+        );
+        out.push((
+            Planned {
+                stem: format!("queue_{svc}"),
+                metric: format!("{svc}.queue_len"),
+                caption: format!("Requests waiting in the queue of {svc} (time average over each bin), per variant ({of_reps}).{drain_text}"),
+                chart,
+            },
+            None,
+        ));
+        let (chart, _) = time_chart(
+            &format!("{svc}.utilization"),
+            &format!("Utilisation of {svc}"),
+            "busy share of the workers",
+            false,
+            true,
+        );
+        out.push((
+            Planned {
+                stem: format!("utilization_{svc}"),
+                metric: format!("{svc}.utilization"),
+                caption: format!("Busy share of the workers of {svc} (a worker waiting for a downstream call counts as busy), per variant ({of_reps}).{drain_text}"),
+                chart,
+            },
+            None,
+        ));
+    }
+    Ok(out)
+}
