@@ -72,7 +72,7 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Schedules `event` at absolute time `time` (never before now).
-    #[inline]
+    #[inline(always)]
     pub fn schedule_at(&mut self, time: Nanos, event: E) {
         let time = time.max(self.now);
         let seq = self.next_seq;
@@ -180,6 +180,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Moves the random-delay events from the binary heap to the radix heap.
     #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         self.radix.rebase(self.now);
         // In sequence order: those at the current time must enter the
@@ -194,6 +195,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Moves the random-delay events from the radix heap to the binary heap.
     #[cold]
+    #[inline(never)]
     fn shrink(&mut self) {
         for e in self.radix.take_all() {
             self.heap.push(e);
