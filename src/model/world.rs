@@ -330,8 +330,10 @@ struct ClientState {
     /// made late is the state an idle instance would have kept): an
     /// instance that never sends costs the 4 bytes of its `slot`.
     own: Vec<Own>,
-    /// Index of each instance's state in `own` ([`NO_SLOT`] before its
-    /// first use); empty when instances keep no state of their own.
+    /// Index plus one of each instance's state in `own` ([`NO_SLOT`]
+    /// before its first use); empty when instances keep no state of their
+    /// own. Zero means none so that the vector comes zeroed from the
+    /// allocator: a million idle instances are not even written once.
     slot: Vec<u32>,
     /// What a fresh instance starts with.
     fresh: Own,
@@ -348,7 +350,7 @@ struct Own {
 }
 
 /// An instance whose own state was never needed.
-const NO_SLOT: u32 = u32::MAX;
+const NO_SLOT: u32 = 0;
 
 impl ClientState {
     /// The state of `instance`, made on its first use (None when instances
@@ -357,10 +359,10 @@ impl ClientState {
     fn own(&mut self, instance: u32) -> Option<&mut Own> {
         let slot = self.slot.get_mut(instance as usize)?;
         if *slot == NO_SLOT {
-            *slot = self.own.len() as u32;
             self.own.push(self.fresh.clone());
+            *slot = self.own.len() as u32;
         }
-        let i = *slot as usize;
+        let i = *slot as usize - 1;
         Some(&mut self.own[i])
     }
 
