@@ -4,8 +4,10 @@
 //! The engine knows nothing about clients, services or retries: it orders
 //! opaque, copyable events in time and hands out reproducible random numbers.
 
+mod binheap;
 pub mod clock;
 pub mod queue;
+mod radix;
 pub mod random;
 
 pub use clock::{NEVER, Nanos, from_secs_f64, to_secs_f64};

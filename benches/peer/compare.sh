@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
-# retrysim next to a hand-written SimPy model of the same scenario.
+# retrysim next to the smallest event loop of the same model and to a
+# hand-written SimPy model of it.
 #
-# Runs benches/peer/scenario.toml with retrysim and benches/peer/simpy_model.py
-# with SimPy, prints both sets of metrics, checks that they agree (success
-# rate and attempts per intent, within sampling noise), and prints the
-# speed-up: SimPy wall time / retrysim wall time, each timed around the
-# whole process (start-up and retrysim's output files included), best of
-# REPEAT runs.
+# Runs benches/peer/scenario.toml with retrysim, benches/limit/minimal.rs
+# (the minimal loop: a binary heap plus a FIFO for the per-try timeouts)
+# and benches/peer/simpy_model.py with SimPy, alternating (minimal loop,
+# retrysim, SimPy, then again), each timed around the whole process:
+# start-up and retrysim's output files included. It prints the metrics of
+# all three, checks that they agree (success rate, attempts per intent and
+# p99 latency, within sampling noise) and prints the ratios of the best
+# CPU times (user + system) and wall times; with valgrind installed also
+# the instructions of the minimal loop and of retrysim (one callgrind run
+# each: repeatable on a noisy machine, unlike times).
 #
 # Usage: bash benches/peer/compare.sh
 # Environment:
-#   REPEAT=3          timed runs of each tool; the best is kept
-#   DURATIONS="60 600"  arrival windows in seconds, each timed and checked
-#                     (the scenario has 60; at 600 start-up costs matter less)
-#   DURATION=...      one arrival window instead of DURATIONS
-#   CHECK_TIMEOUT=60  also check agreement with this per-try timeout in ms,
-#                     where timeouts and wasted work do happen (empty: skip)
+#   REPEAT=3              timed runs of each tool; the best is kept
+#   DURATIONS="120 1200"  arrival windows in seconds, each timed and checked
+#   DURATION=...          one arrival window instead of DURATIONS
+#   INSTRUCTIONS=1        count instructions with callgrind (empty: skip)
 #   PYTHON=python3
-# Exit status: 0 both agree, 1 they disagree, 2 a tool failed.
+# Exit status: 0 all agree, 1 they disagree, 2 a tool failed.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 REPEAT="${REPEAT:-3}"
-DURATIONS="${DURATION:-${DURATIONS:-60 600}}"
-CHECK_TIMEOUT="${CHECK_TIMEOUT-60}"
+DURATIONS="${DURATION:-${DURATIONS:-120 1200}}"
+INSTRUCTIONS="${INSTRUCTIONS-1}"
 PYTHON="${PYTHON:-python3}"
 scenario="$here/scenario.toml"
 model="$here/simpy_model.py"
@@ -33,14 +36,48 @@ if ! "$PYTHON" -c 'import simpy' 2>/dev/null; then
   echo "installing simpy ..." >&2
   "$PYTHON" -m pip install --quiet simpy
 fi
-echo "building retrysim --release ..." >&2
-(cd "$root" && cargo build --release --quiet)
+if [[ -n "$INSTRUCTIONS" ]] && ! command -v valgrind >/dev/null; then
+  echo "valgrind not found: no instruction counts" >&2
+  INSTRUCTIONS=
+fi
+echo "building retrysim and the minimal loop --release ..." >&2
+(cd "$root" && cargo build --release --quiet --bin retrysim --example limit)
 retrysim="$root/target/release/retrysim"
+limit="$root/target/release/examples/limit"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-now() { date +%s.%N; }
+# timed OUT -- CMD...: runs CMD with stdout to OUT; prints "wall cpu" in
+# seconds (cpu: user + system of the child, from its resource usage).
+timed() {
+  local out="$1"; shift; shift
+  "$PYTHON" - "$out" "$@" <<'EOF'
+import os, resource, subprocess, sys, time
+out = sys.argv[1]
+before = resource.getrusage(resource.RUSAGE_CHILDREN)
+t0 = time.perf_counter()
+with open(out, "w") as f:
+    code = subprocess.call(sys.argv[2:], stdout=f)
+wall = time.perf_counter() - t0
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+if code != 0:
+    sys.exit(2)
+cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+print(f"{wall:.6f} {cpu:.6f}")
+EOF
+}
+
+# instructions CMD...: instructions the process executed, by callgrind.
+instructions() {
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null \
+    | awk '/Collected :/ {print $NF}'
+}
+
+rs_args() {
+  echo run "$scenario" -q --no-plots --replications 1 --jobs 1 \
+    --set "experiment.duration=${DURATION}s" --out "$work/rs"
+}
 
 # retrysim_metrics OUTDIR: the metrics of summary.json, in simpy_model.py's format.
 retrysim_metrics() {
@@ -54,112 +91,105 @@ for k in ["intents", "success_rate", "attempts_per_intent", "latency_mean_s",
 EOF
 }
 
-# run_retrysim OUT [--set ...]: one timed run; prints the wall time.
-run_retrysim() {
-  local out="$1"; shift
-  local t0 t1
-  t0="$(now)"
-  "$retrysim" run "$scenario" -q --no-plots --replications 1 --jobs 1 \
-    --set "experiment.duration=${DURATION}s" --out "$out" "$@" >/dev/null \
-    || { echo "retrysim failed" >&2; exit 2; }
-  t1="$(now)"
-  echo "$t1 - $t0" | bc -l
-}
-
-# run_simpy OUTFILE [args]: one timed run; prints the wall time.
-run_simpy() {
-  local file="$1"; shift
-  local t0 t1
-  t0="$(now)"
-  "$PYTHON" "$model" --duration "$DURATION" "$@" >"$file" \
-    || { echo "simpy_model.py failed" >&2; exit 2; }
-  t1="$(now)"
-  echo "$t1 - $t0" | bc -l
-}
-
 best() { printf '%s\n' "$@" | sort -g | head -n1; }
 
-# agree LABEL RETRYSIM_METRICS SIMPY_METRICS: checks success rate and
-# attempts per intent within 4 standard errors of the difference of two
-# independent runs; returns 1 when they disagree.
+# agree LABEL A B: success rate and attempts per intent within 4 standard
+# errors of the difference of two independent runs; the p99 within the
+# 4-standard-error intervals of the order statistic (B's, or A's when B
+# prints none, counted for both) plus 0.2% (retrysim reads its p99 off an
+# HDR histogram with 3 significant digits).
 agree() {
-  "$PYTHON" - "$1" "$2" "$3" <<'EOF'
+  "$PYTHON" - "$@" <<'EOF'
 import math, sys
-label = sys.argv[1]
+label, pa, pb, na, nb = sys.argv[1:6]
 def parse(path):
     d = {}
     for line in open(path):
         k, v = line.split()[:2]
         d[k] = float(v)
     return d
-a, b = parse(sys.argv[2]), parse(sys.argv[3])
+a, b = parse(pa), parse(pb)
 n = min(a["intents"], b["intents"])
 ok = True
-# success rate: binomial; a floor of 1/n when both are (nearly) 0 or 1.
 p = (a["success_rate"] + b["success_rate"]) / 2
-se = math.sqrt(2 * max(p * (1 - p), 1 / n) / n)
-checks = [("success_rate", se)]
-# attempts per intent: extra attempts counted per intent, roughly Poisson.
+checks = [("success_rate", math.sqrt(2 * max(p * (1 - p), 1 / n) / n))]
 extra = max((a["attempts_per_intent"] + b["attempts_per_intent"]) / 2 - 1, 1 / n)
-checks.append(("attempts_per_intent", math.sqrt(2 * extra * (1 + extra) / n)))
-for k, se in checks:
+checks.append(("attempts_per_intent", 4 * math.sqrt(2 * extra * (1 + extra) / n)))
+checks[0] = (checks[0][0], 4 * checks[0][1])
+def half(d):
+    return (d["latency_p99_hi_s"] - d["latency_p99_lo_s"]) / 2 if "latency_p99_hi_s" in d else None
+ha, hb = half(a), half(b)
+ha = ha if ha is not None else hb
+hb = hb if hb is not None else ha
+tol = math.sqrt(ha * ha + hb * hb) + 0.002 * max(a["latency_p99_s"], b["latency_p99_s"])
+checks.append(("latency_p99_s", tol))
+for k, t in checks:
     diff = a[k] - b[k]
-    verdict = "agree" if abs(diff) <= 4 * se + 1e-9 else "DISAGREE"
+    verdict = "agree" if abs(diff) <= t + 1e-9 else "DISAGREE"
     ok &= verdict == "agree"
-    print(f"  {label}: {k:<19} retrysim {a[k]:.6f}  simpy {b[k]:.6f}  "
-          f"diff {diff:+.6f}  (4 s.e. = {4 * se:.6f})  {verdict}")
+    print(f"  {label}: {k:<19} {na} {a[k]:.6f}  {nb} {b[k]:.6f}  "
+          f"diff {diff:+.6f}  (allowed {t:.6f})  {verdict}")
 sys.exit(0 if ok else 1)
 EOF
 }
 
+ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
+
 status=0
 summary=()
 for DURATION in $DURATIONS; do
-  echo "scenario: $scenario (arrivals for ${DURATION} s), best of $REPEAT runs each"
-  rs_times=(); py_times=()
+  echo "scenario: $scenario (arrivals for ${DURATION} s), best of $REPEAT runs each, alternating"
+  lm_w=(); lm_c=(); rs_w=(); rs_c=(); py_w=(); py_c=()
   for ((i = 1; i <= REPEAT; i++)); do
-    rs_times+=("$(run_retrysim "$work/rs")")
-    py_times+=("$(run_simpy "$work/simpy.txt")")
+    r="$(timed "$work/lm.txt" -- "$limit" --duration "$DURATION")" || { echo "minimal loop failed" >&2; exit 2; }
+    read -r w c <<<"$r"
+    lm_w+=("$w"); lm_c+=("$c")
+    # shellcheck disable=SC2046
+    r="$(timed "$work/rs.out" -- "$retrysim" $(rs_args))" || { echo "retrysim failed" >&2; exit 2; }
+    read -r w c <<<"$r"
+    rs_w+=("$w"); rs_c+=("$c")
+    r="$(timed "$work/py.txt" -- "$PYTHON" "$model" --duration "$DURATION")" || { echo "simpy_model.py failed" >&2; exit 2; }
+    read -r w c <<<"$r"
+    py_w+=("$w"); py_c+=("$c")
   done
-  rs_best="$(best "${rs_times[@]}")"
-  py_best="$(best "${py_times[@]}")"
   retrysim_metrics "$work/rs" >"$work/rs.txt"
-
+  fmt() { printf '%.4f ' "$@"; }
   echo
-  fmt() { printf '%.3f ' "$@"; }
-  echo "retrysim (wall times, s: $(fmt "${rs_times[@]}"))"
+  echo "minimal loop (CPU s: $(fmt "${lm_c[@]}"))"
+  sed 's/^/  /' "$work/lm.txt"
+  echo "retrysim (CPU s: $(fmt "${rs_c[@]}"))"
   sed 's/^/  /' "$work/rs.txt"
-  printf '  %-19s %.3f   (whole process, best run)\n' wall_process_s "$rs_best"
-  echo "SimPy $("$PYTHON" -c 'import simpy; print(simpy.__version__)') (wall times, s: $(fmt "${py_times[@]}"))"
-  sed 's/^/  /' "$work/simpy.txt"
-  printf '  %-19s %.3f   (whole process, best run; wall_s above: the simulation alone, last run)\n' wall_process_s "$py_best"
+  echo "SimPy $("$PYTHON" -c 'import simpy; print(simpy.__version__)') (CPU s: $(fmt "${py_c[@]}"))"
+  sed 's/^/  /' "$work/py.txt"
   echo
-  ratio="$(printf '%.1f' "$(echo "$py_best / $rs_best" | bc -l)")"
-  printf 'speed-up at %s s (SimPy wall time / retrysim wall time): %sx\n' "$DURATION" "$ratio"
-  summary+=("$(printf '%6s s of arrivals: retrysim %.3f s, SimPy %.3f s, %sx' "$DURATION" "$rs_best" "$py_best" "$ratio")")
+  lmc="$(best "${lm_c[@]}")"; rsc="$(best "${rs_c[@]}")"; pyc="$(best "${py_c[@]}")"
+  lmw="$(best "${lm_w[@]}")"; rsw="$(best "${rs_w[@]}")"; pyw="$(best "${py_w[@]}")"
+  printf '%-14s %12s %12s\n' "best of $REPEAT" "CPU s" "wall s"
+  printf '%-14s %12.4f %12.4f\n' "minimal loop" "$lmc" "$lmw" retrysim "$rsc" "$rsw" SimPy "$pyc" "$pyw"
+  line="$(printf '%6s s: CPU retrysim/minimal %s, SimPy/minimal %s, SimPy/retrysim %s' "$DURATION" \
+    "$(ratio "$rsc" "$lmc")" "$(ratio "$pyc" "$lmc")" "$(ratio "$pyc" "$rsc")")"
+  if [[ -n "$INSTRUCTIONS" ]]; then
+    lmi="$(instructions "$limit" --duration "$DURATION")"
+    # shellcheck disable=SC2046
+    rsi="$(instructions "$retrysim" $(rs_args))"
+    printf 'instructions (callgrind): minimal loop %s, retrysim %s\n' "$lmi" "$rsi"
+    line+="; instructions retrysim/minimal $(ratio "$rsi" "$lmi")"
+  fi
+  echo "$line"
+  summary+=("$line")
   echo
-
   echo "agreement:"
-  agree "${DURATION} s, per-try timeout 200ms" "$work/rs.txt" "$work/simpy.txt" || status=1
+  agree "${DURATION} s" "$work/rs.txt" "$work/lm.txt" retrysim minimal || status=1
+  agree "${DURATION} s" "$work/py.txt" "$work/lm.txt" simpy minimal || status=1
+  agree "${DURATION} s" "$work/rs.txt" "$work/py.txt" retrysim simpy || status=1
   echo
 done
 
-if [[ -n "$CHECK_TIMEOUT" ]]; then
-  DURATION="${DURATIONS%% *}"
-  run_retrysim "$work/rs2" --set "clients.web.policy.per_try_timeout=${CHECK_TIMEOUT}ms" >/dev/null
-  retrysim_metrics "$work/rs2" >"$work/rs2.txt"
-  run_simpy "$work/simpy2.txt" --per-try-timeout "$(echo "$CHECK_TIMEOUT / 1000" | bc -l)" >/dev/null
-  agree "${DURATION} s, per-try timeout ${CHECK_TIMEOUT}ms" "$work/rs2.txt" "$work/simpy2.txt" || status=1
-  printf '  per-try timeout %sms: wasted_fraction     retrysim %s  simpy %s  (not checked)\n' "$CHECK_TIMEOUT" \
-    "$(awk '$1 == "wasted_fraction" {print $2}' "$work/rs2.txt")" \
-    "$(awk '$1 == "wasted_fraction" {print $2}' "$work/simpy2.txt")"
-  echo
-fi
-echo "speed-up, whole processes, best of $REPEAT:"
+echo "ratios, whole processes, best of $REPEAT:"
 printf '  %s\n' "${summary[@]}"
 if [[ $status -ne 0 ]]; then
-  echo "retrysim and SimPy DISAGREE beyond sampling noise (see above)" >&2
+  echo "the three DISAGREE beyond sampling noise (see above)" >&2
 else
-  echo "retrysim and SimPy agree within sampling noise"
+  echo "retrysim, the minimal loop and SimPy agree within sampling noise"
 fi
 exit $status

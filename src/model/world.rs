@@ -322,32 +322,72 @@ struct ClientState {
     /// Open loop: the arrival stream and the next intent number.
     arrivals: Stream,
     next_seq: u64,
-    /// Retry budgets: one per instance, one shared, or none.
-    budgets: Vec<Budget>,
-    /// Circuit breakers: one per instance, or none.
-    breakers: Vec<Breaker>,
-    /// Client-side throttles: one per instance, one shared, or none.
-    throttles: Vec<Throttle>,
+    /// The retry budget and throttle shared by all instances, if shared.
+    shared_budget: Option<Budget>,
+    shared_throttle: Option<Throttle>,
+    /// Per-instance budgets, breakers and throttles, made on an instance's
+    /// first use (their constructors depend on the spec alone, so a state
+    /// made late is the state an idle instance would have kept): an
+    /// instance that never sends costs the 4 bytes of its `slot`.
+    own: Vec<Own>,
+    /// Index plus one of each instance's state in `own` ([`NO_SLOT`]
+    /// before its first use); empty when instances keep no state of their
+    /// own. Zero means none so that the vector comes zeroed from the
+    /// allocator: a million idle instances are not even written once.
+    slot: Vec<u32>,
+    /// What a fresh instance starts with.
+    fresh: Own,
     /// Closed loop: intents started per instance.
     rounds: Vec<u32>,
 }
 
+/// What one client instance keeps for itself.
+#[derive(Clone)]
+struct Own {
+    budget: Option<Budget>,
+    breaker: Option<Breaker>,
+    throttle: Option<Throttle>,
+}
+
+/// An instance whose own state was never needed.
+const NO_SLOT: u32 = 0;
+
 impl ClientState {
+    /// The state of `instance`, made on its first use (None when instances
+    /// keep none).
+    #[inline]
+    fn own(&mut self, instance: u32) -> Option<&mut Own> {
+        let slot = self.slot.get_mut(instance as usize)?;
+        if *slot == NO_SLOT {
+            self.own.push(self.fresh.clone());
+            *slot = self.own.len() as u32;
+        }
+        let i = *slot as usize - 1;
+        Some(&mut self.own[i])
+    }
+
     /// The budget of `instance` (or the shared one).
     fn budget(&mut self, instance: u32) -> Option<&mut Budget> {
-        let i = if self.budgets.len() == 1 { 0 } else { instance as usize };
-        self.budgets.get_mut(i)
+        if self.shared_budget.is_some() {
+            return self.shared_budget.as_mut();
+        }
+        self.fresh.budget.as_ref()?;
+        self.own(instance)?.budget.as_mut()
     }
 
     /// The breaker of `instance`.
     fn breaker(&mut self, instance: u32) -> Option<&mut Breaker> {
-        self.breakers.get_mut(instance as usize)
+        self.fresh.breaker.as_ref()?;
+        self.own(instance)?.breaker.as_mut()
     }
 
     /// The throttle of `instance` (or the shared one).
     fn throttle(&mut self, instance: u32) -> Option<&mut Throttle> {
-        let i = if self.throttles.len() == 1 { 0 } else { instance as usize };
-        self.throttles.get_mut(i)
+        if self.shared_throttle.is_some() {
+            return self.shared_throttle.as_mut();
+        }
+        self.fresh.throttle.as_ref()?;
+        self.own(instance)?.throttle.as_mut()
     }
 }
 
@@ -424,27 +464,24 @@ impl<'s> World<'s> {
             .iter()
             .enumerate()
             .map(|(c, spec)| {
-                let budgets = match spec.policy.budget {
-                    None => Vec::new(),
-                    Some(b) if b.scope == BudgetScope::Shared => vec![Budget::new(b.kind)],
-                    Some(b) => vec![Budget::new(b.kind); spec.count as usize],
+                let shared = |scope: BudgetScope| scope == BudgetScope::Shared;
+                let budget = spec.policy.budget.map(|b| (shared(b.scope), Budget::new(b.kind)));
+                let throttle = spec.policy.throttle.as_ref().map(|t| (shared(t.scope), Throttle::new(t)));
+                let fresh = Own {
+                    budget: budget.clone().filter(|b| !b.0).map(|b| b.1),
+                    breaker: spec.policy.breaker.map(Breaker::new),
+                    throttle: throttle.clone().filter(|t| !t.0).map(|t| t.1),
                 };
-                let breakers = match spec.policy.breaker {
-                    None => Vec::new(),
-                    Some(b) => vec![Breaker::new(b); spec.count as usize],
-                };
-                let throttles = match spec.policy.throttle {
-                    None => Vec::new(),
-                    Some(t) if t.scope == BudgetScope::Shared => vec![Throttle::new(&t)],
-                    Some(t) => vec![Throttle::new(&t); spec.count as usize],
-                };
+                let per_instance = fresh.budget.is_some() || fresh.breaker.is_some() || fresh.throttle.is_some();
                 let closed = matches!(spec.mode, crate::config::ClientMode::Closed { .. });
                 ClientState {
                     arrivals: rng.stream(&[purpose::ARRIVAL, c as u64]),
                     next_seq: 0,
-                    budgets,
-                    breakers,
-                    throttles,
+                    shared_budget: budget.filter(|b| b.0).map(|b| b.1),
+                    shared_throttle: throttle.filter(|t| t.0).map(|t| t.1),
+                    own: Vec::new(),
+                    slot: if per_instance { vec![NO_SLOT; spec.count as usize] } else { Vec::new() },
+                    fresh,
                     rounds: if closed { vec![0; spec.count as usize] } else { Vec::new() },
                 }
             })

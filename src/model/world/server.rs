@@ -88,6 +88,11 @@ impl World<'_> {
         let st = &mut self.hosts[h];
         let (from, qlen, busy) = (st.last_change, st.queue.len(), st.busy);
         st.last_change = now;
+        // Nothing to add: no time has passed, or nothing was there (the
+        // areas would grow by exactly 0).
+        if from == now || (qlen == 0 && busy == 0) {
+            return;
+        }
         let slot = st.slot;
         self.m.service_state(st.service as usize, from, now, qlen, busy);
         if let Some(slot) = slot {

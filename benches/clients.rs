@@ -1,0 +1,44 @@
+//! Client instances with state of their own: a run's time must not grow
+//! with instances that stay idle.
+//!
+//! `benches/clients/scenario.toml` (the peer scenario's 700 intents/s over
+//! 20 s, each instance with its own token-bucket budget and circuit
+//! breaker) with 1 000, 100 000 and 1 000 000 instances. The load is the
+//! same in each: about 14 000 intents, so with a million instances almost
+//! every instance is idle. `clients/run/<instances>` is one whole
+//! replication (building the world included), reported in simulation
+//! events per second; the three should be within noise of each other.
+//!
+//! Run with `cargo bench --bench clients`.
+
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use retrysim::config::load_experiment;
+use retrysim::model::simulate;
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/clients/scenario.toml");
+
+fn instances(c: &mut Criterion) {
+    let mut group = c.benchmark_group("clients/run");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    for n in [1_000u32, 100_000, 1_000_000] {
+        let exp =
+            load_experiment(Path::new(SCENARIO), &[format!("clients.web.count={n}")]).expect("the scenario loads");
+        let scenario = &exp.variants[0];
+        let events = simulate(scenario, 0).events;
+        group.throughput(Throughput::Elements(events));
+        group.bench_with_input(BenchmarkId::from_parameter(n), scenario, |b, s| {
+            b.iter(|| black_box(simulate(black_box(s), 0)).events)
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, instances);
+criterion_main!(benches);
