@@ -3,6 +3,7 @@
 //! `sweep.json`), so `retrysim plot` needs no new simulation.
 
 pub mod draw;
+pub mod frontier;
 
 use anyhow::Context;
 use draw::{BarChart, Chart, Line, LineChart, save};
@@ -25,6 +26,8 @@ pub fn plot_dir(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
         (Some(run), Some(sweep)) if sweep > run => sweep_charts(dir, out),
         (Some(_), _) => run_charts(dir, out),
         (None, Some(_)) => sweep_charts(dir, out),
+        (None, None) if dir.join("frontier.json").is_file() => frontier::frontier_chart(dir, out),
+        (None, None) if dir.join("collapse-rate.json").is_file() => frontier::collapse_chart(dir, out),
         (None, None) => {
             anyhow::bail!("{}: no summary.json or sweep.json: not the output folder of a run or sweep", dir.display())
         }

@@ -37,10 +37,11 @@ fn check_dir(dir: &std::path::Path) -> Result<(), InputError> {
             "no such folder: give the output folder of a run or sweep",
         ));
     }
-    if !dir.join("summary.json").is_file() && !dir.join("sweep.json").is_file() {
+    let any = ["summary.json", "sweep.json", "frontier.json", "collapse-rate.json"];
+    if !any.iter().any(|f| dir.join(f).is_file()) {
         return Err(InputError::file(
             dir.display().to_string(),
-            "has no summary.json or sweep.json: give the output folder of `retrysim run` or `retrysim sweep`",
+            "has no summary.json, sweep.json, frontier.json or collapse-rate.json: give the output folder of `retrysim run`, `sweep`, `frontier` or `collapse-rate`",
         ));
     }
     Ok(())
@@ -62,6 +63,14 @@ pub fn run_plot(args: &PlotArgs) -> anyhow::Result<i32> {
 pub fn run_report(args: &ReportArgs) -> anyhow::Result<i32> {
     let dir = folder_of(&args.dir);
     check_dir(&dir)?;
+    if !dir.join("summary.json").is_file() && crate::output::frontier_report::applies(&dir) {
+        let names = crate::charts::plot_dir(&dir, &dir)?;
+        crate::output::frontier_report::write_report(&dir, &names)?;
+        if !args.quiet {
+            eprintln!("wrote {} and {}", dir.join("report.html").display(), dir.join("report.md").display());
+        }
+        return Ok(EXIT_OK);
+    }
     if !dir.join("summary.json").is_file() {
         return Err(InputError::file(
             dir.display().to_string(),
