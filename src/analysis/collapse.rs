@@ -46,7 +46,8 @@ pub fn span_bins(s: &Scenario) -> usize {
 pub struct Watched {
     /// When the collapse began (the first of its low bins), if it came.
     pub onset: Option<Nanos>,
-    /// Healthy time watched: from the warm-up to the onset, or to the end.
+    /// Healthy time at risk: from the warm-up to the onset, or, without a
+    /// collapse, to 30 s before the end (a later onset could not be seen).
     pub exposure: Nanos,
     pub events: u64,
 }
@@ -65,7 +66,8 @@ pub fn watch(s: &Scenario, rep: u32) -> Watched {
             return Watched { onset: Some(onset), exposure: onset - first as u64 * bin, events: world.events() };
         }
     }
-    Watched { onset: None, exposure: (last.saturating_sub(first)) as u64 * bin, events: world.events() }
+    // An onset later than `span` before the end could not have been seen.
+    Watched { onset: None, exposure: (last.saturating_sub(first + span)) as u64 * bin, events: world.events() }
 }
 
 /// A rate of collapses per hour with its 95% interval and what it cost.
@@ -114,7 +116,8 @@ pub struct Direct {
     pub collapses: u64,
     /// Healthy hours watched (the rate's denominator).
     pub exposure_hours: f64,
-    /// Share of runs (each `duration` long) that collapsed, with its Wilson 95% interval.
+    /// Share of runs (each `duration` long) in which a collapse was seen
+    /// (its onset at least 30 s before the end), with its Wilson 95% interval.
     pub share_of_runs: f64,
     pub share_ci95: [f64; 2],
 }

@@ -43,7 +43,7 @@ pub struct CollapseRateArgs {
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub trials: usize,
     /// Splitting: queue lengths of the levels at the first client's target,
-    /// ascending [default: its workers × 1, 2, 4, 8, 16, 32].
+    /// ascending [default: its workers × 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5, 6, 8, 12, 16, 32].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub levels: Vec<usize>,
     /// Splitting: a queue of at most this is healthy.
@@ -131,16 +131,14 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
         } else {
             None
         };
-        let (rate, method, share) = match (&sp, &d) {
-            (Some(sp), _) => {
-                let r = &sp.rate;
-                let share = |x: f64| 1.0 - (-x * observed / 3600.0).exp();
-                let iv = Interval { mean: share(r.collapses_per_hour), ci95: [share(r.ci95[0]), share(r.ci95[1])] };
-                (r.clone(), "splitting", iv)
-            }
-            (None, Some(d)) => (d.rate.clone(), "direct", Interval { mean: d.share_of_runs, ci95: d.share_ci95 }),
+        let (rate, method) = match (&sp, &d) {
+            (Some(sp), _) => (sp.rate.clone(), "splitting"),
+            (None, Some(d)) => (d.rate.clone(), "direct"),
             (None, None) => unreachable!("a method always runs"),
         };
+        // The share of runs of the experiment's length whose collapse begins in them.
+        let share = |x: f64| 1.0 - (-x * observed / 3600.0).exp();
+        let share = Interval { mean: share(rate.collapses_per_hour), ci95: [share(rate.ci95[0]), share(rate.ci95[1])] };
         let simulated_hours =
             d.as_ref().map_or(0.0, |d| d.rate.simulated_hours) + sp.as_ref().map_or(0.0, |s| s.rate.simulated_hours);
         let events = d.as_ref().map_or(0, |d| d.rate.events) + sp.as_ref().map_or(0, |s| s.rate.events);
@@ -185,6 +183,17 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
     Ok(EXIT_OK)
 }
 
+/// The default levels: the target's workers × 1, 1.25, 1.5, … 32 (closer
+/// together where the queue is short, where each step is least likely).
+pub fn default_levels(workers: usize) -> Vec<usize> {
+    let mut levels: Vec<usize> = [1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 12.0, 16.0, 32.0]
+        .iter()
+        .map(|k| (k * workers.max(1) as f64).round() as usize)
+        .collect();
+    levels.dedup();
+    levels
+}
+
 /// The splitting estimate of one variant.
 fn split(
     s: &Scenario,
@@ -194,11 +203,7 @@ fn split(
 ) -> anyhow::Result<crate::analysis::collapse::splitting::Splitting> {
     let service = s.clients.first().map_or(0, |c| c.target);
     let workers = s.services[service].workers as usize * s.services[service].hosts.replicas as usize;
-    let levels: Vec<usize> = if args.levels.is_empty() {
-        [1, 2, 4, 8, 16, 32].iter().map(|k| k * workers.max(1)).collect()
-    } else {
-        args.levels.clone()
-    };
+    let levels: Vec<usize> = if args.levels.is_empty() { default_levels(workers) } else { args.levels.clone() };
     if levels.windows(2).any(|w| w[0] >= w[1]) || levels[0] <= args.basin {
         return Err(InputError::file(
             format!("--levels {}", args.levels.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(",")),

@@ -41,8 +41,8 @@ pub struct CollapseVariant {
     /// Simulated hours and events it cost (every method run for this variant).
     pub simulated_hours: f64,
     pub events: u64,
-    /// Share of runs of `duration_s` that collapse: counted (direct) or
-    /// 1 − exp(−rate × duration) (splitting).
+    /// Share of runs of `duration_s` (from the warm-up) in which a collapse
+    /// begins: 1 − exp(−rate × (duration − warmup)), with the rate's interval.
     pub share_of_runs: Interval,
     pub direct: Option<Direct>,
     pub splitting: Option<Splitting>,

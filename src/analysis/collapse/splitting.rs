@@ -74,7 +74,7 @@ enum End<'s> {
 
 /// Advances `world` by `check` steps until its score reaches `to` (or, with
 /// `to = None`, it collapses), it falls back into the basin, or the limit.
-fn advance<'s>(mut world: World<'s>, plan: &Plan, to: Option<usize>, s: &Scenario) -> (End<'s>, u64) {
+fn advance<'s>(mut world: World<'s>, plan: &Plan, to: Option<usize>, s: &Scenario) -> (End<'s>, u64, Nanos) {
     let start_events = world.events();
     let start = world.now();
     let limit = start.saturating_add(plan.branch_limit);
@@ -86,15 +86,16 @@ fn advance<'s>(mut world: World<'s>, plan: &Plan, to: Option<usize>, s: &Scenari
         let goes_on = world.advance_to(t);
         let q = world.queue_len(plan.service);
         let spent = world.events() - start_events;
+        let took = t - start;
         match to {
-            Some(level) if q >= level => return (End::Reached(Box::new(world)), spent),
+            Some(level) if q >= level => return (End::Reached(Box::new(world)), spent, took),
             None if t.is_multiple_of(bin) && low_run(world.series(), first, (t / bin) as usize) >= span => {
-                return (End::Reached(Box::new(world)), spent);
+                return (End::Reached(Box::new(world)), spent, took);
             }
             _ => {}
         }
         if q <= plan.basin || t >= limit || !goes_on {
-            return (End::Failed, spent);
+            return (End::Failed, spent, took);
         }
     }
 }
@@ -183,13 +184,7 @@ pub fn estimate(s: &Scenario, observe: Nanos, plan: &Plan, jobs: usize) -> anyho
                 .map(|j| {
                     let start = &states[j % states.len()];
                     let world = start.branch(hash_words(0x5_9117, &[i as u64, j as u64]));
-                    let t0 = world.now();
-                    let (end, spent) = advance(world, plan, to, s);
-                    let took = match &end {
-                        End::Reached(w) => w.now() - t0,
-                        End::Failed => plan.branch_limit.min(s.duration.saturating_sub(t0)),
-                    };
-                    (end, spent, took)
+                    advance(world, plan, to, s)
                 })
                 .collect()
         });
