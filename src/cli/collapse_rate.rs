@@ -43,7 +43,7 @@ pub struct CollapseRateArgs {
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub trials: usize,
     /// Splitting: queue lengths of the levels at the first client's target,
-    /// ascending [default: its workers × 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5, 6, 8, 12, 16, 32].
+    /// ascending [default: its workers × 1, 1.25, 1.5, 1.75, 2, 2.25, 2.5, 2.75, 3, 3.5, 4, 5, 6, 8, 12, 16, 32].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub levels: Vec<usize>,
     /// Splitting: a queue of at most this is healthy.
@@ -186,10 +186,11 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
 /// The default levels: the target's workers × 1, 1.25, 1.5, … 32 (closer
 /// together where the queue is short, where each step is least likely).
 pub fn default_levels(workers: usize) -> Vec<usize> {
-    let mut levels: Vec<usize> = [1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 12.0, 16.0, 32.0]
-        .iter()
-        .map(|k| (k * workers.max(1) as f64).round() as usize)
-        .collect();
+    let mut levels: Vec<usize> =
+        [1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0, 12.0, 16.0, 32.0]
+            .iter()
+            .map(|k| (k * workers.max(1) as f64).round() as usize)
+            .collect();
     levels.dedup();
     levels
 }
