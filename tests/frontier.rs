@@ -214,3 +214,38 @@ fn bad_frontier_input_is_refused_with_the_flag_named() {
     assert_eq!(code, 2);
     assert!(err.contains("--at 1s"), "{err}");
 }
+
+#[test]
+fn the_anatomy_of_a_boundary_collapse_names_abandoned_work_as_what_keeps_it_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = frontier(
+        &[
+            FRONTIER,
+            "--trigger",
+            "spike",
+            "--size",
+            "1.25,1.5,2",
+            "--variant",
+            "immediate retries",
+            "--at",
+            "15s",
+            "--replications",
+            "6",
+            "--anatomy",
+            "60s",
+        ],
+        dir.path(),
+    );
+    let row = &rows(&doc)[0];
+    assert_eq!(row["boundary"].as_f64(), Some(1.5), "{row}");
+    let a = row["anatomy"].as_array().expect("anatomy");
+    let get = |m: &str| a.iter().find(|c| c["switched_off"] == m).unwrap_or_else(|| panic!("{m}: {a:?}"));
+    let as_is = a.iter().find(|c| c["switched_off"].is_null()).unwrap();
+    // As it is, the collapse holds: retries keep 3 extra attempts per intent.
+    assert!(as_is["recovered_after_s"].is_null(), "{as_is}");
+    assert!(as_is["excess_per_s"].as_f64().unwrap() > 1000.0, "{as_is}");
+    // Without retries there is no excess load at all.
+    assert!(get("retries")["share_of_excess"].as_f64().unwrap() > 0.95);
+    // Cancelling abandoned attempts empties the queue of wasted work: it recovers.
+    assert!(get("wasted_work")["recovered_after_s"].as_f64().is_some(), "{a:?}");
+}

@@ -215,6 +215,10 @@ fn the_slurm_recipe_of_docs_cluster_md_merges_frontier_shards_into_the_unsharded
     for f in ["frontier.json", "frontier.csv"] {
         assert_eq!(std::fs::read(whole.join(f)).unwrap(), std::fs::read(merged.join(f)).unwrap(), "{f} differs");
     }
-    eprintln!("slurm: {} shards merged, byte-identical to the unsharded frontier", args.len());
+    let shards = std::fs::read_dir(work.join("frontier-shards")).unwrap().count();
+    assert!(shards >= 2, "{shards} shards");
+    eprintln!(
+        "slurm: {shards} shards run as a job array, merged by a dependent job, byte-identical to the unsharded frontier"
+    );
     drop(daemons);
 }

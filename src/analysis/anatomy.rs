@@ -37,13 +37,13 @@ pub const MECHANISMS: [Mechanism; 4] =
     [Mechanism::Retries, Mechanism::WastedWork, Mechanism::NoBudget, Mechanism::NoBreaker];
 
 impl Mechanism {
-    /// What is switched off, in words.
+    /// The switch, in words.
     pub fn label(self) -> &'static str {
         match self {
-            Mechanism::Retries => "retries (one attempt per call)",
-            Mechanism::WastedWork => "wasted work (cancel on timeout)",
-            Mechanism::NoBudget => "unbudgeted retries (a shared token-bucket budget)",
-            Mechanism::NoBreaker => "no breaker (a circuit breaker on every client)",
+            Mechanism::Retries => "without retries (one attempt per call)",
+            Mechanism::WastedWork => "cancelling abandoned work (cancel_on_timeout)",
+            Mechanism::NoBudget => "with a shared token-bucket retry budget",
+            Mechanism::NoBreaker => "with a circuit breaker on every client",
         }
     }
 

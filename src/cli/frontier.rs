@@ -59,6 +59,11 @@ pub struct FrontierArgs {
     /// Run only shard K of N of the rows (merge the shards with `retrysim merge`).
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// The causal anatomy of each row's boundary collapse: continue it from
+    /// the trigger's end with one mechanism off at a time (retries, wasted
+    /// work, no budget, no breaker) for this long [e.g. 60s].
+    #[arg(long, value_name = "D")]
+    pub anatomy: Option<String>,
 }
 
 /// A duration flag.
@@ -110,6 +115,7 @@ fn fingerprint(inputs: &[PathBuf], sets: &[String], args: &FrontierArgs) -> Stri
         format!("target={:?}", args.target),
         format!("stop={}", args.stop_collapsed),
         format!("variants={:?}", args.variants),
+        format!("anatomy={:?}", args.anatomy),
     ]);
     super::sweep::fingerprint(inputs, &all)
 }
@@ -189,6 +195,10 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
         return Err(InputError::file(format!("--horizon {}", args.horizon), "must be longer than 0s").into());
     }
     let stop_collapsed = duration_flag("--stop-collapsed", &args.stop_collapsed)?;
+    let anatomy_window = args.anatomy.as_deref().map(|t| duration_flag("--anatomy", t)).transpose()?;
+    if anatomy_window == Some(0) {
+        return Err(InputError::file("--anatomy 0s", "the window must be longer than 0s").into());
+    }
     let at = match &args.at {
         Some(t) => duration_flag("--at", t)?,
         None => first.warmup + 30_000_000_000,
@@ -268,6 +278,16 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
         let thresholds: Vec<Threshold> = mine.iter().map(|f| f.threshold).collect();
         let b = boundary(&thresholds);
         let utilization = utilization(s, target);
+        // The anatomy of the collapse at the boundary, in the median replication.
+        let anatomy = match (anatomy_window, b.boundary) {
+            (Some(window), Some(size)) if size > 0.0 => {
+                let rep = thresholds.iter().position(|t| t.value() == size).unwrap_or(0) as u32;
+                let trigger = Trigger { kind, target, at, length: length.map_or(0, from_secs_f64), size };
+                let triggered = trigger.apply(s, horizon);
+                Some(crate::analysis::anatomy::anatomy(&triggered, rep, trigger.window().1, window))
+            }
+            _ => None,
+        };
         doc_rows.push(FrontierRow {
             index: *index,
             variant: s.variant.clone(),
@@ -281,6 +301,7 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
             runs: mine.iter().map(|f| u64::from(f.runs)).sum(),
             events: mine.iter().map(|f| f.events).sum(),
             sentence: sentence(&words, *load, utilization, *length, &b),
+            anatomy,
         });
     }
     let doc = FrontierDoc {

@@ -1,6 +1,7 @@
 //! `frontier.json` (`retrysim.frontier/1`), `frontier.csv`, the table the
 //! terminal shows, one sentence per row, and the merge of shards.
 
+use crate::analysis::anatomy::Continuation;
 use crate::analysis::frontier::{Boundary, TriggerKind};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -60,6 +61,26 @@ pub struct FrontierRow {
     pub runs: u64,
     pub events: u64,
     pub sentence: String,
+    /// With `--anatomy`: the boundary collapse continued from the trigger's
+    /// end as it is and with each mechanism off (`null` otherwise).
+    pub anatomy: Option<Vec<Continuation>>,
+}
+
+/// The anatomy of a row in words: which switch breaks the loop.
+pub fn anatomy_words(a: &[Continuation]) -> String {
+    let mut parts = Vec::new();
+    for c in a.iter().filter(|c| c.switched_off.is_some()) {
+        let m = c.switched_off.expect("filtered").label();
+        let share =
+            c.share_of_excess.map(|x| format!("removes {}% of the excess load", num((x * 1000.0).round() / 10.0)));
+        let back = match c.recovered_after_s {
+            Some(t) => format!("recovers {} s after the trigger", num(t)),
+            None => "does not recover".to_string(),
+        };
+        parts.push(format!("{m}: {}, {back}", share.unwrap_or_else(|| "no excess load to remove".into())));
+    }
+    let base = a.iter().find(|c| c.switched_off.is_none()).map_or(0.0, |c| c.excess_per_s);
+    format!("sustained excess load {} attempts/s beyond the offered intents; {}", num(base.round()), parts.join("; "))
 }
 
 /// `frontier.json`.
@@ -230,6 +251,9 @@ impl FrontierDoc {
         out.push('\n');
         for r in &self.rows {
             let _ = writeln!(out, "{}: {}.", r.variant, r.sentence);
+            if let Some(a) = &r.anatomy {
+                let _ = writeln!(out, "  anatomy: {}.", anatomy_words(a));
+            }
         }
         out
     }
