@@ -1,8 +1,11 @@
 //! Many runs: replications of every variant in parallel, and the statistics
 //! that summarise them.
 
+pub mod anatomy;
 pub mod audit;
+pub mod collapse;
 pub mod estimate;
+pub mod frontier;
 pub mod lint;
 pub mod precision;
 pub mod replicate;

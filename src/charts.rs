@@ -4,6 +4,7 @@
 
 pub mod bars;
 pub mod draw;
+pub mod frontier;
 pub mod layout;
 pub mod names;
 mod run;
@@ -109,10 +110,18 @@ pub fn plot_path_with(path: &Path, out: &Path, opts: &PlotOptions) -> anyhow::Re
     match kind_of(path) {
         Some(Kind::Run) => run_charts_with(&dir, out, opts),
         Some(Kind::Sweep) => sweep_charts_with(&dir, out, opts),
-        None => {
-            anyhow::bail!("{}: no summary.json or sweep.json: not the output folder of a run or sweep", dir.display())
-        }
+        None if dir.join("frontier.json").is_file() => Ok(named(frontier::frontier_chart(&dir, out)?)),
+        None if dir.join("collapse-rate.json").is_file() => Ok(named(frontier::collapse_chart(&dir, out)?)),
+        None => anyhow::bail!(
+            "{}: no summary.json, sweep.json, frontier.json or collapse-rate.json: not the output folder of a run, sweep, frontier or collapse-rate",
+            dir.display()
+        ),
     }
+}
+
+/// Charts drawn by a module that names them without captions.
+fn named(stems: Vec<String>) -> Drawn {
+    Drawn { charts: stems.into_iter().map(|s| (s.clone(), s)).collect(), skipped: Vec::new() }
 }
 
 /// Draws the charts of the run in `dir` into `out`.

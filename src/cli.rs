@@ -1,7 +1,9 @@
 //! The command line: argument definitions, help text and the commands.
 
 pub mod audit;
+pub mod collapse_rate;
 pub mod export;
+pub mod frontier;
 pub mod lint;
 pub mod plot;
 pub mod run;
@@ -64,6 +66,18 @@ pub enum Command {
         after_help = "Examples:\n  retrysim sweep experiments/quickstart.toml \\\n      --param experiment.load_scale=0.5..1.5:11\n  retrysim sweep exp.toml --param clients.web.policy.max_attempts=1,2,3,4 \\\n      --param services.api.workers=8,16\n  retrysim sweep exp.toml --param experiment.load_scale=0.5..1.5:11 \\\n      --shard 2/4 --out out/shard2"
     )]
     Sweep(sweep::SweepArgs),
+    /// The metastability frontier: per variant, load and trigger length, the
+    /// smallest spike, brownout, slowdown or outage the design does not recover from.
+    #[command(
+        after_help = "Examples:\n  retrysim frontier experiments/frontier.toml --trigger spike\n  retrysim frontier exp.toml --trigger brownout --load 0.5..1:6 --length 5s,10s,20s\n  retrysim frontier exp.toml --trigger outage --size 0s..30s:31 --shard 1/4 --out out/f1"
+    )]
+    Frontier(frontier::FrontierArgs),
+    /// Spontaneous collapses per hour at steady load, with a 95% interval
+    /// (direct simulation, or multilevel splitting when collapses are rare).
+    #[command(
+        after_help = "Examples:\n  retrysim collapse-rate experiments/collapse-rate.toml\n  retrysim collapse-rate exp.toml --method splitting --trials 400"
+    )]
+    CollapseRate(collapse_rate::CollapseRateArgs),
     /// Join the output folders of a sharded sweep into the files the unsharded sweep writes.
     #[command(
         display_order = 4,
@@ -235,6 +249,8 @@ where
         Command::Plot(args) => plot::run_plot(&args),
         Command::Tune(args) => tune::run(&args),
         Command::Report(args) => plot::run_report(&args),
+        Command::Frontier(args) => frontier::run(&args),
+        Command::CollapseRate(args) => collapse_rate::run(&args),
         Command::ImportTraces(args) => traces::run(&args),
         Command::Vectors(args) => vectors::run(&args),
     };

@@ -1,10 +1,13 @@
 //! What users see: the summary (JSON, CSV, terminal table) and the time
 //! series, written atomically and never over an input file.
 
+pub mod collapse_rate;
 pub mod columns;
 pub mod export;
 pub mod files;
 pub mod findings;
+pub mod frontier;
+pub mod frontier_report;
 pub mod manifest;
 pub mod markdown;
 pub mod notes;

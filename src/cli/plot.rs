@@ -78,7 +78,11 @@ fn check_dir(dir: &Path, files: &[&str], what: &str) -> Result<(), InputError> {
 /// Runs the `plot` command.
 pub fn run_plot(args: &PlotArgs) -> anyhow::Result<i32> {
     let dir = folder_of(&args.dir);
-    check_dir(&dir, &["summary.json", "sweep.json"], "`retrysim run` or `retrysim sweep`")?;
+    check_dir(
+        &dir,
+        &["summary.json", "sweep.json", "frontier.json", "collapse-rate.json"],
+        "`retrysim run`, `sweep`, `frontier` or `collapse-rate`",
+    )?;
     let out = args.out.clone().unwrap_or_else(|| dir.clone());
     let opts = PlotOptions {
         size: args.size.unwrap_or(crate::charts::draw::SIZE),
@@ -124,9 +128,17 @@ fn source_of(path: &Path) -> Option<Source> {
 /// Runs the `report` command.
 pub fn run_report(args: &ReportArgs) -> anyhow::Result<i32> {
     let dir = folder_of(&args.dir);
-    let what = "`retrysim run`, `retrysim sweep` or `retrysim tune`";
-    check_dir(&dir, &["summary.json", "sweep.json", "tune.json"], what)?;
+    let what = "`retrysim run`, `sweep`, `tune`, `frontier` or `collapse-rate`";
+    check_dir(&dir, &["summary.json", "sweep.json", "tune.json", "frontier.json", "collapse-rate.json"], what)?;
     let out = args.out.clone().unwrap_or_else(|| dir.clone());
+    if source_of(&args.dir).is_none() && crate::output::frontier_report::applies(&dir) {
+        let names = crate::charts::plot_dir(&dir, &out)?;
+        crate::output::frontier_report::write_report(&dir, &out, &names)?;
+        if !args.quiet {
+            eprintln!("wrote {} and {}", out.join("report.html").display(), out.join("report.md").display());
+        }
+        return Ok(EXIT_OK);
+    }
     let opts = PlotOptions::default();
     match source_of(&args.dir) {
         Some(Source::Run) => {

@@ -50,7 +50,7 @@ pub struct SweepArgs {
 /// `retrysim merge`.
 #[derive(Args, Debug, Clone)]
 pub struct MergeArgs {
-    /// Output folders of `retrysim sweep --shard K/N`, one per shard.
+    /// Output folders of `retrysim sweep --shard K/N` (or `frontier --shard K/N`), one per shard.
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
     /// Where to write the merged sweep.json and sweep.csv.
@@ -66,7 +66,7 @@ pub struct MergeArgs {
 
 /// Hash of every input file (the experiment and the policies it loads) and
 /// the overrides, so that shards of different inputs do not merge.
-fn fingerprint(inputs: &[PathBuf], sets: &[String]) -> String {
+pub(crate) fn fingerprint(inputs: &[PathBuf], sets: &[String]) -> String {
     let mut words: Vec<u64> = Vec::new();
     for path in inputs {
         words.extend(std::fs::read(path).unwrap_or_default().into_iter().map(u64::from));
@@ -270,6 +270,9 @@ fn print_doc(doc: &SweepDoc, format: Format) -> anyhow::Result<()> {
 
 /// Runs the `merge` command.
 pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
+    if args.dirs.first().is_some_and(|d| super::frontier::is_frontier(d)) {
+        return super::frontier::run_merge(args);
+    }
     let mut docs = Vec::new();
     let mut inputs: Vec<PathBuf> = Vec::new();
     for dir in &args.dirs {

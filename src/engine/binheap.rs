@@ -4,6 +4,7 @@
 use super::radix::Entry;
 
 /// A plain binary min-heap that moves a hole instead of swapping entries.
+#[derive(Clone)]
 pub(super) struct BinHeap<E> {
     h: Vec<Entry<E>>,
 }

@@ -34,6 +34,7 @@ enum Source {
 /// same delay become due in the order they were scheduled, so they need no
 /// heap operation (per-try timeouts of one length, constant latencies).
 /// The order of events is exactly (time, sequence) either way.
+#[derive(Clone)]
 pub struct EventQueue<E> {
     heap: BinHeap<E>,
     radix: RadixHeap<E>,

@@ -46,6 +46,7 @@ const LEVELS: usize = (u64::BITS / DIGIT) as usize;
 const RADIX: usize = 1 << DIGIT;
 
 /// A monotone min-queue of entries ordered by (time, sequence).
+#[derive(Clone)]
 pub(super) struct RadixHeap<E> {
     /// The entries at the base time, in sequence order, read from `head`.
     zero: Vec<Entry<E>>,

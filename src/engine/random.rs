@@ -49,6 +49,17 @@ impl KeyedRandom {
         Self { seed: hash_words(seed, &[0x5EED, replication]) }
     }
 
+    /// The source with this raw seed (a branch of a run, see
+    /// `World::branch`).
+    pub fn from_seed(seed: u64) -> Self {
+        Self { seed }
+    }
+
+    /// The raw seed every draw is keyed by.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// One uniform draw in (0, 1) for the given key.
     #[inline]
     pub fn unit(&self, key: &[u64]) -> f64 {

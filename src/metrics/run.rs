@@ -13,7 +13,7 @@ pub type MetricMap = BTreeMap<String, Option<f64>>;
 /// Streaming counters for one run. Only intents that arrived in
 /// [warmup, duration) count towards the summary metrics; the time series
 /// sees everything.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RunCollector {
     /// Per client class: its in-window intents (the run's totals add them up).
     pub classes: Vec<ClassCounters>,

@@ -44,7 +44,7 @@ struct Record {
 }
 
 /// One service's ledger.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Ledger {
     spec: LedgerSpec,
     records: HashMap<u64, Record>,

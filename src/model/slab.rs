@@ -8,12 +8,14 @@ pub struct Id {
     generation: u32,
 }
 
+#[derive(Clone)]
 struct Slot<T> {
     generation: u32,
     value: Option<T>,
 }
 
 /// Storage whose memory is bounded by the number of live entities.
+#[derive(Clone)]
 pub struct Slab<T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,

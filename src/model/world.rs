@@ -35,6 +35,7 @@ mod queueing;
 mod server;
 mod settle;
 mod speed;
+mod stepping;
 
 use balancer::{Ewma, OutlierHost};
 use cache::Cache;
@@ -112,6 +113,7 @@ enum Event {
     Hedge { call: Id, copy: u32 },
 }
 
+#[derive(Clone)]
 struct Intent {
     client: u32,
     seq: u64,
@@ -150,6 +152,7 @@ enum Owner {
 }
 
 /// One logical call on one edge with its retry loop.
+#[derive(Clone)]
 struct Call {
     intent: Id,
     edge: u32,
@@ -185,6 +188,7 @@ struct Call {
 }
 
 /// One attempt of a call, from send until it leaves the system.
+#[derive(Clone)]
 struct Request {
     call: Id,
     intent: Id,
@@ -241,6 +245,7 @@ struct Request {
 }
 
 /// A service's plan: downstream call indices by phase.
+#[derive(Clone)]
 struct Plan {
     before: Vec<usize>,
     after: Vec<usize>,
@@ -249,6 +254,7 @@ struct Plan {
 
 /// What a service's hosts share: its plan, its rows, its ledgers, its
 /// balancer and its callers' caches.
+#[derive(Clone)]
 struct ServiceState {
     /// OCC row versions.
     versions: Vec<u64>,
@@ -269,6 +275,7 @@ struct ServiceState {
 }
 
 /// An idempotency ledger and the duplicates waiting on it.
+#[derive(Clone)]
 struct LedgerState {
     ledger: Ledger,
     /// Duplicates held until the request in progress finishes (`in_progress = "wait"`).
@@ -276,6 +283,7 @@ struct LedgerState {
 }
 
 /// One host of a service: its workers, waiting room and door.
+#[derive(Clone)]
 struct HostState {
     service: u32,
     /// Its index among the service's hosts.
@@ -312,12 +320,14 @@ struct HostState {
 }
 
 /// A non-atomic ledger's record write in flight.
+#[derive(Clone)]
 struct PendingWrite {
     host: u32,
     key: u64,
     epoch: u32,
 }
 
+#[derive(Clone)]
 struct ClientState {
     /// Open loop: the arrival stream and the next intent number.
     arrivals: Stream,
@@ -393,6 +403,7 @@ impl ClientState {
 
 /// Budget, breaker and throttle of a service's downstream edge (shared by
 /// its workers), and the hedging state of any edge.
+#[derive(Clone)]
 struct EdgeState {
     budget: Option<Budget>,
     breaker: Option<Breaker>,
@@ -421,6 +432,7 @@ impl RunOptions {
 }
 
 /// The state of one run.
+#[derive(Clone)]
 pub struct World<'s> {
     s: &'s Scenario,
     rng: KeyedRandom,
@@ -627,18 +639,29 @@ impl<'s> World<'s> {
 
     /// Processes events until everything has finished or the drain limit.
     pub fn run(mut self) -> RunResult {
+        self.advance_to(NEVER);
+        self.into_result()
+    }
+
+    /// Processes every event due at or before `limit` (and before the run's
+    /// end: the drain limit, or everything settled after `duration`);
+    /// returns whether the run goes on after `limit`. The world stays at an
+    /// event boundary, so it may be cloned ([`World::branch`]) or advanced
+    /// further.
+    pub fn advance_to(&mut self, limit: Nanos) -> bool {
         let stop = self.s.duration.saturating_add(self.s.drain_limit);
+        let until = stop.min(limit);
         let duration = self.s.duration;
         loop {
             // Ctrl-C: stop early; the caller reports the run as interrupted.
             if self.q.events_processed().is_multiple_of(INTERRUPT_POLL) && crate::interrupt::requested() {
-                break;
+                return false;
             }
             // Past the arrival window with every intent settled, what is left
             // are stale timeouts: the run is over.
             let settled = self.intents.is_empty() && self.writes.is_empty();
-            let Some((_, ev)) = self.q.pop_if(|t| t <= stop && !(t >= duration && settled)) else {
-                break;
+            let Some((_, ev)) = self.q.pop_if(|t| t <= until && !(t >= duration && settled)) else {
+                return self.q.peek_time().is_some_and(|t| t <= stop && !(t >= duration && settled));
             };
             match ev {
                 Event::Arrival { client, instance } => self.on_arrival(client as usize, instance),
@@ -662,6 +685,10 @@ impl<'s> World<'s> {
                 Event::Hedge { call, copy } => self.on_hedge(call, copy),
             }
         }
+    }
+
+    /// Ends the run where it is and computes its result.
+    pub fn into_result(mut self) -> RunResult {
         let end = self.q.now().max(self.s.duration);
         if self.requests.is_empty() {
             // Every request has left: no host may still count one.

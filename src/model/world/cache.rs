@@ -11,6 +11,7 @@ use crate::config::CacheSpec;
 use rand_distr::Distribution;
 
 /// One cache: an expiry time per key.
+#[derive(Clone)]
 pub(super) struct Cache {
     spec: CacheSpec,
     expires: Vec<Nanos>,

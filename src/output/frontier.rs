@@ -1,0 +1,319 @@
+//! `frontier.json` (`retrysim.frontier/1`), `frontier.csv`, the table the
+//! terminal shows, one sentence per row, and the merge of shards.
+
+use crate::analysis::anatomy::Continuation;
+use crate::analysis::frontier::{Boundary, TriggerKind};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// The schema name of `frontier.json`.
+pub const FRONTIER_SCHEMA: &str = "retrysim.frontier/1";
+
+/// What was searched: identical in every shard of one frontier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrontierExperiment {
+    pub name: String,
+    pub file: String,
+    /// Hash of the input files and overrides (shards of other inputs do not merge).
+    pub fingerprint: String,
+    pub seed: u64,
+    pub replications: u32,
+    pub trigger: TriggerKind,
+    /// The service a brownout, slowdown or outage hits.
+    pub target: String,
+    /// The sizes the bisection chooses from, ascending.
+    pub sizes: Vec<f64>,
+    pub loads: Vec<f64>,
+    /// Trigger lengths in seconds (empty for an outage: its size is its length).
+    pub lengths_s: Vec<f64>,
+    pub at_s: f64,
+    pub horizon_s: f64,
+    pub stop_collapsed_s: f64,
+    pub variants: Vec<String>,
+    /// Rows of the whole frontier (variants × loads × lengths).
+    pub rows: usize,
+}
+
+/// A shard's place in the whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    pub k: usize,
+    pub n: usize,
+}
+
+/// One (variant, load, length) of the frontier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrontierRow {
+    pub index: usize,
+    pub variant: String,
+    pub load_scale: f64,
+    /// `None` for an outage.
+    pub length_s: Option<f64>,
+    /// The offered load over the target's capacity, when it can be said (open-loop clients).
+    pub utilization: Option<f64>,
+    /// The smallest size that does not recover in at least half the
+    /// replications; `None` when at least half recover from every size tried.
+    pub boundary: Option<f64>,
+    pub boundary_lo: Option<f64>,
+    pub boundary_hi: Option<f64>,
+    /// Each replication's threshold (`null` = recovers from every size tried).
+    pub thresholds: Vec<Option<f64>>,
+    pub runs: u64,
+    pub events: u64,
+    pub sentence: String,
+    /// With `--anatomy`: the boundary collapse continued from the trigger's
+    /// end as it is and with each mechanism off (`null` otherwise).
+    pub anatomy: Option<Vec<Continuation>>,
+}
+
+/// The anatomy of a row in words: which switch breaks the loop.
+pub fn anatomy_words(a: &[Continuation]) -> String {
+    let mut parts = Vec::new();
+    for c in a.iter().filter(|c| c.switched_off.is_some()) {
+        let m = c.switched_off.expect("filtered").label();
+        let share =
+            c.share_of_excess.map(|x| format!("removes {}% of the excess load", num((x * 1000.0).round() / 10.0)));
+        let back = match c.recovered_after_s {
+            Some(t) => format!("recovers {} s after the trigger", num(t)),
+            None => "does not recover".to_string(),
+        };
+        parts.push(format!("{m}: {}, {back}", share.unwrap_or_else(|| "no excess load to remove".into())));
+    }
+    let base = a.iter().find(|c| c.switched_off.is_none()).map_or(0.0, |c| c.excess_per_s);
+    format!("sustained excess load {} attempts/s beyond the offered intents; {}", num(base.round()), parts.join("; "))
+}
+
+/// `frontier.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrontierDoc {
+    pub schema: String,
+    pub experiment: FrontierExperiment,
+    pub shard: Option<ShardInfo>,
+    pub rows: Vec<FrontierRow>,
+}
+
+/// A number as CSV and JSON show it: shortest round-trip form.
+fn num(x: f64) -> String {
+    let r = (x * 1e9).round() / 1e9;
+    if r.fract() == 0.0 && r.abs() < 1e15 { format!("{}", r as i64) } else { format!("{r}") }
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map(num).unwrap_or_default()
+}
+
+/// A size in the trigger's words: `1.6×`, `40%`, `8 s`.
+pub fn size_words(kind: TriggerKind, x: f64) -> String {
+    match kind {
+        TriggerKind::Spike | TriggerKind::Slowdown => format!("{}×", num((x * 1000.0).round() / 1000.0)),
+        TriggerKind::Brownout => format!("{}%", num((x * 1000.0).round() / 10.0)),
+        TriggerKind::Outage => format!("{} s", num((x * 1000.0).round() / 1000.0)),
+    }
+}
+
+/// What every sentence of a frontier shares: the trigger, its target and
+/// the largest size tried.
+#[derive(Debug, Clone, Copy)]
+pub struct Words<'a> {
+    pub kind: TriggerKind,
+    pub target: &'a str,
+    pub largest: f64,
+}
+
+/// The sentence of one row: "at 70% load, a spike of 1.6× for 8 s or more does not recover".
+pub fn sentence(w: &Words, load_scale: f64, utilization: Option<f64>, length_s: Option<f64>, b: &Boundary) -> String {
+    let (kind, target, largest) = (w.kind, w.target, w.largest);
+    let (boundary, lo, hi) = (b.boundary, b.lo, b.hi);
+    let load = match utilization {
+        Some(u) => format!("at {}% load (load_scale {})", num((u * 1000.0).round() / 10.0), num(load_scale)),
+        None => format!("at load_scale {}", num(load_scale)),
+    };
+    let length = length_s.map(|l| format!(" for {} s", num(l))).unwrap_or_default();
+    let what = |x: f64| match kind {
+        TriggerKind::Spike => format!("a spike of {}{length}", size_words(kind, x)),
+        TriggerKind::Brownout => format!("a brownout removing {} of {target}'s capacity{length}", size_words(kind, x)),
+        TriggerKind::Slowdown => format!("a slowdown of {target}'s service times by {}{length}", size_words(kind, x)),
+        TriggerKind::Outage => format!("an outage of {target} of {}", size_words(kind, x)),
+    };
+    match boundary {
+        None => format!("{load}, the design recovers from every {} tried, up to {}", kind.label(), what(largest)),
+        Some(0.0) => {
+            format!(
+                "{load}, the design does not recover even without a trigger: it is metastable or overloaded at steady load"
+            )
+        }
+        Some(b) => {
+            let interval = match (lo, hi) {
+                (Some(l), Some(h)) => format!(" (95% interval {} to {})", size_words(kind, l), size_words(kind, h)),
+                (Some(l), None) => format!(" (95% interval from {} to beyond the sizes tried)", size_words(kind, l)),
+                _ => String::new(),
+            };
+            format!("{load}, {} or more does not recover{interval}", what(b))
+        }
+    }
+}
+
+impl FrontierDoc {
+    /// `frontier.json` as written.
+    pub fn to_json(&self) -> anyhow::Result<String> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
+
+    /// `frontier.csv`: one row per (variant, load, length).
+    pub fn to_csv(&self) -> anyhow::Result<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record([
+            "variant",
+            "load_scale",
+            "length_s",
+            "trigger",
+            "utilization",
+            "boundary",
+            "boundary_lo",
+            "boundary_hi",
+            "replications",
+            "runs",
+            "events",
+        ])?;
+        for r in &self.rows {
+            w.write_record([
+                r.variant.clone(),
+                num(r.load_scale),
+                opt(r.length_s),
+                self.experiment.trigger.label().to_string(),
+                opt(r.utilization.map(|u| (u * 1e4).round() / 1e4)),
+                opt(r.boundary),
+                opt(r.boundary_lo),
+                opt(r.boundary_hi),
+                r.thresholds.len().to_string(),
+                r.runs.to_string(),
+                r.events.to_string(),
+            ])?;
+        }
+        Ok(String::from_utf8(w.into_inner()?)?)
+    }
+
+    /// The table the terminal shows (`markdown` for a Markdown table), then the sentences.
+    pub fn to_table(&self, markdown: bool) -> String {
+        let e = &self.experiment;
+        let mut out = String::new();
+        let header = ["variant", "load_scale", "length", "boundary", "95% interval", "runs"];
+        let rows: Vec<[String; 6]> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let b = match r.boundary {
+                    None => format!("none up to {}", size_words(e.trigger, *e.sizes.last().unwrap_or(&0.0))),
+                    Some(0.0) => "0 (no trigger needed)".to_string(),
+                    Some(b) => size_words(e.trigger, b),
+                };
+                let ci = match (r.boundary_lo, r.boundary_hi) {
+                    (Some(l), Some(h)) => format!("{} to {}", size_words(e.trigger, l), size_words(e.trigger, h)),
+                    (Some(l), None) => format!("{} to beyond", size_words(e.trigger, l)),
+                    _ => String::new(),
+                };
+                [
+                    r.variant.clone(),
+                    num(r.load_scale),
+                    r.length_s.map(|l| format!("{} s", num(l))).unwrap_or_else(|| "-".into()),
+                    b,
+                    ci,
+                    r.runs.to_string(),
+                ]
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{}: the smallest {} that does not recover within {} s (in at least half of {} replications)\n",
+            e.name,
+            e.trigger.label(),
+            num(e.horizon_s),
+            e.replications
+        );
+        if markdown {
+            let _ = writeln!(out, "| {} |", header.join(" | "));
+            let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+            for r in &rows {
+                let _ = writeln!(out, "| {} |", r.join(" | "));
+            }
+        } else {
+            let widths: Vec<usize> = (0..6)
+                .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0))
+                .collect();
+            let line = |cells: &[String]| {
+                cells.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect::<Vec<_>>().join("  ")
+            };
+            let _ = writeln!(out, "{}", line(&header.map(String::from)).trim_end());
+            for r in &rows {
+                let _ = writeln!(out, "{}", line(r).trim_end());
+            }
+        }
+        out.push('\n');
+        for r in &self.rows {
+            let _ = writeln!(out, "{}: {}.", r.variant, r.sentence);
+            if let Some(a) = &r.anatomy {
+                let _ = writeln!(out, "  anatomy: {}.", anatomy_words(a));
+            }
+        }
+        out
+    }
+}
+
+/// Joins a complete set of shards into the document the unsharded frontier writes.
+pub fn merge(docs: Vec<(String, FrontierDoc)>) -> Result<FrontierDoc, String> {
+    let Some((first_dir, first)) = docs.first().cloned() else { return Err("no shard folders given".into()) };
+    let n =
+        first.shard.map(|s| s.n).ok_or_else(|| format!("{first_dir}: not a shard (no `shard` in frontier.json)"))?;
+    let mut seen = vec![None::<String>; n];
+    for (dir, d) in &docs {
+        let s = d.shard.ok_or_else(|| format!("{dir}: not a shard (no `shard` in frontier.json)"))?;
+        if s.n != n {
+            return Err(format!("{dir} is shard {}/{} but {first_dir} is of {n} shards", s.k, s.n));
+        }
+        if d.experiment != first.experiment || d.schema != first.schema {
+            return Err(format!(
+                "{dir} comes from a different frontier than {first_dir} (experiment, seed, replications, trigger, sizes, loads or lengths differ)"
+            ));
+        }
+        if let Some(other) = &seen[s.k - 1] {
+            return Err(format!("shard {}/{n} is given twice: {other} and {dir}", s.k));
+        }
+        seen[s.k - 1] = Some(dir.clone());
+    }
+    let missing: Vec<String> =
+        seen.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(i, _)| format!("{}/{n}", i + 1)).collect();
+    if !missing.is_empty() {
+        return Err(format!("incomplete set of shards: missing {}", missing.join(", ")));
+    }
+    let mut rows: Vec<FrontierRow> = docs.into_iter().flat_map(|(_, d)| d.rows).collect();
+    rows.sort_by_key(|r| r.index);
+    if rows.len() != first.experiment.rows || rows.iter().enumerate().any(|(i, r)| r.index != i) {
+        return Err("the shards do not cover the frontier row by row".into());
+    }
+    Ok(FrontierDoc { shard: None, rows, ..first })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentences_say_the_boundary_in_the_triggers_words() {
+        let spike = Words { kind: TriggerKind::Spike, target: "api", largest: 5.0 };
+        let b = Boundary { boundary: Some(1.625), lo: Some(1.5), hi: Some(1.75) };
+        let s = sentence(&spike, 1.0, Some(0.7), Some(8.0), &b);
+        assert_eq!(
+            s,
+            "at 70% load (load_scale 1), a spike of 1.625× for 8 s or more does not recover (95% interval 1.5× to 1.75×)"
+        );
+        let outage = Words { kind: TriggerKind::Outage, target: "api", largest: 60.0 };
+        let none = sentence(&outage, 0.5, None, None, &Boundary { boundary: None, lo: None, hi: None });
+        assert_eq!(
+            none,
+            "at load_scale 0.5, the design recovers from every outage tried, up to an outage of api of 60 s"
+        );
+        let brownout = Words { kind: TriggerKind::Brownout, target: "api", largest: 1.0 };
+        let b = sentence(&brownout, 1.0, None, Some(10.0), &Boundary { boundary: Some(0.4), lo: None, hi: None });
+        assert!(b.contains("a brownout removing 40% of api's capacity for 10 s or more"), "{b}");
+    }
+}

@@ -1,0 +1,251 @@
+//! `retrysim frontier`: the analytic recovery boundary μ/(1+R) of immediate
+//! retries, a boundary that falls as load rises and as the trigger gets
+//! longer for every shipped defence, and shards that merge into the
+//! unsharded files byte for byte; `plot` and `report` on its folder.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+const FRONTIER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/frontier.toml");
+
+fn retrysim(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_retrysim")).args(args).output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn frontier(args: &[&str], out: &Path) -> Value {
+    let mut all: Vec<&str> = vec!["frontier"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-q", "--no-plots", "--out", out.to_str().unwrap()]);
+    let (code, _, err) = retrysim(&all);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&std::fs::read_to_string(out.join("frontier.json")).unwrap()).unwrap()
+}
+
+/// The capacity-cliff service without its stall: 1000 requests/s of
+/// capacity, 100 intents/s at load_scale 1, 3 immediate retries on timeout.
+const CLIFF: &str = r#"# Question: where is the recovery boundary of immediate retries?
+[experiment]
+name = "cliff"
+duration = "60s"
+warmup = "5s"
+seed = 3
+replications = 5
+
+[[clients]]
+name = "web"
+count = 1000
+rate = "100/s"
+target = "api"
+operation = "search"
+policy = { max_attempts = 4, per_try_timeout = "300ms", retry_on = ["timeout"] }
+
+[[operations]]
+name = "search"
+idempotent = true
+
+[[services]]
+name = "api"
+workers = 10
+service_time = { dist = "exp", mean = "10ms" }
+"#;
+
+fn rows(doc: &Value) -> Vec<Value> {
+    doc["rows"].as_array().unwrap().clone()
+}
+
+#[test]
+fn immediate_retries_recover_from_any_spike_below_capacity_over_one_plus_retries_and_not_above() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("cliff.toml");
+    std::fs::write(&exp, CLIFF).unwrap();
+    // μ = 1000/s, R = 3: the boundary load is 250/s = load_scale 2.5. At
+    // 150/s a spike of up to 12x (1800/s for 5 s, far past capacity) must
+    // leave no boundary; at 300/s a finite one, above no trigger at all.
+    let doc = frontier(
+        &[exp.to_str().unwrap(), "--trigger", "spike", "--size", "1..12:12", "--length", "5s", "--load", "1.5,3"],
+        &dir.path().join("out"),
+    );
+    assert_eq!(doc["schema"], "retrysim.frontier/1");
+    let r = rows(&doc);
+    assert_eq!(r.len(), 2);
+    assert!(r[0]["boundary"].is_null(), "150/s must recover from every spike: {}", r[0]);
+    assert!(r[0]["thresholds"].as_array().unwrap().iter().all(Value::is_null), "{}", r[0]);
+    let b = r[1]["boundary"].as_f64().expect("300/s has a finite boundary");
+    assert!(b > 1.0 && b <= 12.0, "{}", r[1]);
+    let csv = std::fs::read_to_string(dir.path().join("out/frontier.csv")).unwrap();
+    assert!(
+        csv.starts_with("variant,load_scale,length_s,trigger,utilization,boundary,boundary_lo,boundary_hi,"),
+        "{csv}"
+    );
+    // Sentences name the load as a share of capacity.
+    assert!(r[1]["sentence"].as_str().unwrap().starts_with("at 30% load (load_scale 3), a spike of"), "{}", r[1]);
+}
+
+/// `a` is not above `b` within the intervals: a's boundary is at most b's
+/// upper bound (an empty boundary is infinite).
+fn not_above(a: &Value, b: &Value) -> bool {
+    let inf = |v: &Value| v.as_f64().unwrap_or(f64::INFINITY);
+    inf(&a["boundary"]) <= inf(&b["boundary_hi"]).max(inf(&b["boundary"]))
+}
+
+#[test]
+fn the_boundary_falls_as_load_rises_and_as_the_trigger_gets_longer_for_every_shipped_defence() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = frontier(
+        &[
+            FRONTIER,
+            "--trigger",
+            "spike",
+            "--size",
+            "1..4:13",
+            "--length",
+            "3s,10s",
+            "--load",
+            "0.8,1",
+            "--at",
+            "15s",
+            "--stop-collapsed",
+            "20s",
+            "--replications",
+            "5",
+        ],
+        dir.path(),
+    );
+    let r = rows(&doc);
+    let variants = doc["experiment"]["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 6);
+    assert_eq!(r.len(), 6 * 2 * 2);
+    let mut finite = 0;
+    for v in variants {
+        let mine: Vec<&Value> = r.iter().filter(|x| x["variant"] == *v).collect();
+        let at = |load: f64, length: f64| {
+            *mine.iter().find(|x| x["load_scale"] == load && x["length_s"] == length).expect("row")
+        };
+        for length in [3.0, 10.0] {
+            assert!(not_above(at(1.0, length), at(0.8, length)), "{v}: higher load, higher boundary: {mine:?}");
+        }
+        for load in [0.8, 1.0] {
+            assert!(not_above(at(load, 10.0), at(load, 3.0)), "{v}: longer trigger, higher boundary: {mine:?}");
+        }
+        finite += mine.iter().filter(|x| x["boundary"].as_f64().is_some_and(|b| b > 0.0)).count();
+    }
+    // Immediate retries at 70% load have a finite boundary (the test is not vacuous).
+    let immediate = r.iter().find(|x| x["variant"] == "immediate retries" && x["load_scale"] == 1.0).unwrap();
+    assert!(immediate["boundary"].as_f64().is_some_and(|b| b > 1.0), "{immediate}");
+    assert!(finite >= 4, "only {finite} finite boundaries");
+}
+
+#[test]
+fn shards_merge_into_the_unsharded_frontier_byte_for_byte_and_plot_and_report_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        FRONTIER,
+        "--trigger",
+        "outage",
+        "--size",
+        "0s..8s:9",
+        "--load",
+        "0.9,1",
+        "--variant",
+        "immediate retries",
+        "--variant",
+        "LIFO queue",
+        "--at",
+        "15s",
+        "--horizon",
+        "60s",
+        "--replications",
+        "3",
+    ];
+    let whole = dir.path().join("whole");
+    frontier(&args, &whole);
+    let mut shards = Vec::new();
+    for k in 1..=3 {
+        let out = dir.path().join(format!("shard{k}"));
+        let mut a = args.to_vec();
+        let shard = format!("{k}/3");
+        a.extend_from_slice(&["--shard", &shard, "--jobs", "1"]);
+        frontier(&a, &out);
+        assert!(out.join("shard.json").is_file());
+        shards.push(out.to_str().unwrap().to_string());
+    }
+    let merged = dir.path().join("merged");
+    let mut m: Vec<&str> = vec!["merge"];
+    m.extend(shards.iter().map(String::as_str));
+    m.extend_from_slice(&["--out", merged.to_str().unwrap(), "-q"]);
+    let (code, _, err) = retrysim(&m);
+    assert_eq!(code, 0, "{err}");
+    for f in ["frontier.json", "frontier.csv"] {
+        assert_eq!(std::fs::read(whole.join(f)).unwrap(), std::fs::read(merged.join(f)).unwrap(), "{f}");
+    }
+    assert!(merged.join("frontier.png").is_file() && merged.join("frontier.svg").is_file());
+    // An incomplete set is refused.
+    let (code, _, err) =
+        retrysim(&["merge", &shards[0], &shards[1], "--out", dir.path().join("bad").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("missing 3/3"), "{err}");
+    // plot and report work on the folder.
+    let (code, _, err) = retrysim(&["plot", whole.to_str().unwrap(), "-q"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(whole.join("frontier.png").is_file());
+    let (code, _, err) = retrysim(&["report", whole.to_str().unwrap(), "-q"]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(whole.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("does not recover"), "report without chart or sentences");
+}
+
+#[test]
+fn bad_frontier_input_is_refused_with_the_flag_named() {
+    let cliff = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/capacity-cliff.toml");
+    let (code, _, err) =
+        retrysim(&["frontier", cliff, "--trigger", "spike", "--no-plots", "-q", "--out", "/nonexistent/x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("fault or a change of arrival rate"), "{err}");
+    let (code, _, err) = retrysim(&["frontier", FRONTIER, "--trigger", "brownout", "--size", "0..2:3"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--size 0..2:3") && err.contains("from 0 to 1"), "{err}");
+    let (code, _, err) = retrysim(&["frontier", FRONTIER, "--trigger", "spike", "--at", "1s"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--at 1s"), "{err}");
+}
+
+#[test]
+fn the_anatomy_of_a_boundary_collapse_names_abandoned_work_as_what_keeps_it_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = frontier(
+        &[
+            FRONTIER,
+            "--trigger",
+            "spike",
+            "--size",
+            "1.25,1.5,2",
+            "--variant",
+            "immediate retries",
+            "--at",
+            "15s",
+            "--replications",
+            "6",
+            "--anatomy",
+            "60s",
+        ],
+        dir.path(),
+    );
+    let row = &rows(&doc)[0];
+    assert_eq!(row["boundary"].as_f64(), Some(1.5), "{row}");
+    let a = row["anatomy"].as_array().expect("anatomy");
+    let get = |m: &str| a.iter().find(|c| c["switched_off"] == m).unwrap_or_else(|| panic!("{m}: {a:?}"));
+    let as_is = a.iter().find(|c| c["switched_off"].is_null()).unwrap();
+    // As it is, the collapse holds: retries keep 3 extra attempts per intent.
+    assert!(as_is["recovered_after_s"].is_null(), "{as_is}");
+    assert!(as_is["excess_per_s"].as_f64().unwrap() > 1000.0, "{as_is}");
+    // Without retries there is no excess load at all.
+    assert!(get("retries")["share_of_excess"].as_f64().unwrap() > 0.95);
+    // Cancelling abandoned attempts empties the queue of wasted work: it recovers.
+    assert!(get("wasted_work")["recovered_after_s"].as_f64().is_some(), "{a:?}");
+}
