@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod export;
+pub mod import;
 pub mod lint;
 pub mod plot;
 pub mod run;
@@ -46,11 +47,16 @@ pub enum Command {
         after_help = "Exit status: 0 no error-level finding, 1 at least one, 2 bad input.\n\nExamples:\n  retrysim lint experiments/layered-amplification.toml\n  retrysim lint exp.toml --variant \"one layer\" --format markdown\n  retrysim lint exp.toml --set clients.web.policy.max_attempts=1 --format json"
     )]
     Lint(lint::LintArgs),
-    /// Translate a policy file to gRPC service config, an Envoy retry_policy or AWS SDK config.
+    /// Translate a policy file to gRPC, Envoy, AWS, Gateway API, Istio, Linkerd or resilience4j config.
     #[command(
-        after_help = "The translation goes to stdout; every field that could not be carried over is named on stderr with why.\n\nExamples:\n  retrysim export policies/grpc-default.toml --to grpc > service-config.json\n  retrysim export policies/envoy-default.toml --to envoy\n  retrysim export policies/aws-standard.toml --to aws --strict"
+        after_help = "The translation goes to stdout; every field that could not be carried over is named on stderr with why.\n\nExamples:\n  retrysim export policies/grpc-default.toml --to grpc > service-config.json\n  retrysim export policies/envoy-default.toml --to envoy\n  retrysim export policies/aws-standard.toml --to aws --strict\n  retrysim export policies/istio-default.toml --to istio"
     )]
     Export(export::ExportArgs),
+    /// Read a deployed retry config (gRPC, Envoy, AWS, Istio, Gateway API, Linkerd) into a policy file.
+    #[command(
+        after_help = "The policy goes to stdout; every setting with no policy field is named on stderr.\n\nExamples:\n  retrysim import route.yaml --from envoy > policies/today.toml\n  retrysim import service-config.json --from grpc\n  retrysim import ~/.aws/config --from aws"
+    )]
+    Import(import::ImportArgs),
     /// Run the experiment over a grid of values (--param KEY=SPEC) and find each variant's knee.
     #[command(
         after_help = "Examples:\n  retrysim sweep experiments/quickstart.toml --param experiment.load_scale=0.5..1.5:11\n  retrysim sweep exp.toml --param clients.web.policy.max_attempts=1,2,3,4 --param services.api.workers=8,16\n  retrysim sweep exp.toml --param experiment.load_scale=0.5..1.5:11 --shard 2/4 --out out/shard2"
@@ -193,6 +199,7 @@ where
         Command::Audit(args) => audit::run(&args),
         Command::Lint(args) => lint::run(&args),
         Command::Export(args) => export::run(&args),
+        Command::Import(args) => import::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::run_merge(&args),
         Command::Plot(args) => plot::run_plot(&args),
