@@ -192,6 +192,16 @@ pub fn load_policy_file(path: &Path) -> InputResult<Policy> {
     Ok(policy)
 }
 
+/// Validates a policy file's text as `load_policy_file` does (`shown`
+/// names it in errors); the text must have a `name`.
+pub fn policy_from_str(text: &str, shown: &str) -> InputResult<Policy> {
+    let table: Table =
+        text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {}", messages::toml_error(&e))))?;
+    reject_datetimes(&table, shown)?;
+    let raw: PolicyRaw = deserialize_at(Value::Table(table), shown, "")?;
+    validate::policy(&raw, shown, "")
+}
+
 /// Reads a policy file: its table (with `name` filled from the file stem)
 /// and the validated policy. Errors name the policy file.
 fn read_policy(path: &Path, shown: &str) -> InputResult<(Table, Policy)> {

@@ -58,7 +58,16 @@ impl Imported {
 
 /// Reads `text` (from `file`, named in errors) as `target`'s config.
 /// `name` is the policy name when the source has none (the file stem).
+/// The policy is checked as a policy file is: a config whose values no
+/// policy allows (say 100 000 attempts) is bad input.
 pub fn import(text: &str, target: Target, file: &str, name: &str) -> InputResult<Imported> {
+    let x = read(text, target, file, name)?;
+    crate::config::policy_from_str(&crate::policy::file::to_toml(&x.policy), file)
+        .map_err(|e| e.context("the imported policy is not valid: "))?;
+    Ok(x)
+}
+
+fn read(text: &str, target: Target, file: &str, name: &str) -> InputResult<Imported> {
     match target {
         Target::Grpc => grpc::import(text, file, name),
         Target::Envoy => envoy::import(text, file, name),
@@ -138,6 +147,15 @@ fn uint(v: &Value, file: &str, field: &str) -> InputResult<u64> {
     v.as_u64()
         .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
         .ok_or_else(|| InputError::field(file, field, format!("{v} is not a non-negative integer")))
+}
+
+/// A count of retries (at most 1000), as attempts: the count + 1.
+fn retries(v: &Value, file: &str, field: &str) -> InputResult<u32> {
+    let n = uint(v, file, field)?;
+    if n > 1000 {
+        return Err(InputError::field(file, field, format!("{n}: at most 1000 retries")));
+    }
+    Ok(n as u32 + 1)
 }
 
 /// A number field.

@@ -73,7 +73,7 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
         }
     }
     let num_retries = match rp.get("num_retries") {
-        Some(n) => uint(n, file, &f("num_retries"))? as u32,
+        Some(n) => retries(n, file, &f("num_retries"))? - 1,
         None => 1,
     };
     if let Some(t) = rp.get("per_try_timeout") {
@@ -172,7 +172,8 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
     if let Some((_, rb)) = find(&docs, "retry_budget") {
         let budget_percent = rb.get("budget_percent").and_then(percent).unwrap_or(20.0);
         let min_retry_concurrency = match rb.get("min_retry_concurrency") {
-            Some(m) => uint(m, file, "retry_budget.min_retry_concurrency")? as u32,
+            Some(m) => u32::try_from(uint(m, file, "retry_budget.min_retry_concurrency")?)
+                .map_err(|_| InputError::field(file, "retry_budget.min_retry_concurrency", "too large"))?,
             None => 3,
         };
         x.policy.budget = Some(BudgetSpec {

@@ -29,14 +29,13 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
     }
     if let Some(retry) = rule.get("retry") {
         let f = |k: &str| format!("spec.rules[0].retry.{k}");
-        let attempts = match retry.get("attempts") {
-            Some(a) => uint(a, file, &f("attempts"))? as u32,
+        x.policy.max_attempts = match retry.get("attempts") {
+            Some(a) => retries(a, file, &f("attempts"))?,
             None => {
                 x.lose(&f("attempts"), "unset: implementation-specific; imported 1 retry");
-                1
+                2
             }
         };
-        x.policy.max_attempts = attempts + 1;
         if let Some(b) = retry.get("backoff") {
             let base = duration(b, file, &f("backoff"))?;
             x.policy.backoff = Backoff { kind: BackoffKind::Constant, base, ..Backoff::default() };

@@ -43,11 +43,10 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
         }
     };
     let f = |k: &str| format!("spec.http[0].retries.{k}");
-    let attempts = match retries.get("attempts") {
-        Some(a) => uint(a, file, &f("attempts"))? as u32,
-        None => 2,
+    x.policy.max_attempts = match retries.get("attempts") {
+        Some(a) => super::retries(a, file, &f("attempts"))?,
+        None => 3,
     };
-    x.policy.max_attempts = attempts + 1;
     if let Some(t) = retries.get("perTryTimeout") {
         x.policy.per_try_timeout = duration(t, file, &f("perTryTimeout"))?;
     }

@@ -59,10 +59,7 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
             x.lose("retry.linkerd.io/grpc", "gRPC status conditions: not read");
         }
         if let Some(l) = text("retry.linkerd.io/limit") {
-            let n: u32 = l.trim().parse().map_err(|_| {
-                InputError::field(file, "retry.linkerd.io/limit", format!("\"{l}\" is not a whole number"))
-            })?;
-            x.policy.max_attempts = n + 1;
+            x.policy.max_attempts = retries(&Value::String(l), file, "retry.linkerd.io/limit")?;
         }
         if let Some(t) = text("retry.linkerd.io/timeout") {
             x.policy.per_try_timeout = duration(&Value::String(t), file, "retry.linkerd.io/timeout")?;

@@ -44,7 +44,7 @@ pub fn to_istio(p: &Policy) -> Exported {
         }
         if r.reset || (r.timeout && per_try.is_some()) {
             conditions.push("reset".into());
-            if r.reset != (r.timeout && per_try.is_some()) {
+            if per_try.is_some() && r.reset != r.timeout {
                 x.lose(
                     "retry_on",
                     "Envoy's `reset` condition (which Istio uses) covers resets and per-try timeouts together: it retries both",
