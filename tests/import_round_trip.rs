@@ -406,3 +406,38 @@ fn the_command_prints_a_policy_file_that_loads() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("bad.json") && stderr.contains("maxAttempts"), "{stderr}");
 }
+
+/// An Envoy config dump (JSON) with the exported route inside a listener's
+/// route config, a cluster with the retry budget and the admission_control
+/// filter: the import finds each where Envoy keeps it.
+#[test]
+fn envoy_import_reads_a_config_dump() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let p = load_policy_file(&root.join("policies/sre-throttle.toml")).unwrap();
+    let p = Policy {
+        budget: Some(BudgetSpec {
+            kind: BudgetKind::Concurrency { budget_percent: 25.0, min_retry_concurrency: 4 },
+            scope: BudgetScope::Client,
+        }),
+        ..p
+    };
+    let x = export(&p, Target::Envoy);
+    let docs: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&x.text)
+        .map(|d| <serde_json::Value as serde::Deserialize>::deserialize(d).unwrap())
+        .collect();
+    let mut route = serde_json::json!({ "cluster": "upstream" });
+    route.as_object_mut().unwrap().extend(docs[0].as_object().unwrap().clone());
+    let dump = serde_json::json!({ "configs": [
+        { "@type": "type.googleapis.com/envoy.admin.v3.ListenersConfigDump", "static_listeners": [{ "listener": {
+            "filter_chains": [{ "filters": [{ "typed_config": {
+                "route_config": { "virtual_hosts": [{ "routes": [{ "match": { "prefix": "/" }, "route": route }] }] },
+                "http_filters": [docs[2].clone(), { "name": "envoy.filters.http.router" }] } }] }] } }] },
+        { "@type": "type.googleapis.com/envoy.admin.v3.ClustersConfigDump", "static_clusters": [{ "cluster": docs[1].clone() }] }
+    ]});
+    let back = import(&dump.to_string(), Target::Envoy, "dump.json", &p.name).unwrap();
+    assert_eq!(back.policy.budget, p.budget);
+    assert_eq!(back.policy.throttle, p.throttle);
+    assert_eq!(back.policy.max_attempts, p.max_attempts);
+    assert_eq!(back.policy.deadline, p.deadline);
+    assert_eq!(back.policy.per_try_timeout, p.per_try_timeout);
+}

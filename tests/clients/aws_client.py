@@ -8,11 +8,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-from common import ROOT, Skip, check, export, policies
+from common import tmpdir, ROOT, Skip, check, export, policies
 
 DRIVER = r"""
 import json, sys, time
@@ -56,7 +55,7 @@ def run(suite, python):
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{srv.server_address[1]}"
-    tmp = tempfile.mkdtemp(prefix="retrysim-aws-")
+    tmp = tmpdir("retrysim-aws-")
 
     def drive(config, status=503, body=None, headers=None):
         Endpoint.times, Endpoint.status = [], status

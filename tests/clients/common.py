@@ -2,8 +2,10 @@
 policies under test, and a tiny test runner that prints one line per case
 and the closing line `N passed, N failed, N skipped`."""
 
+import atexit
 import glob
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -38,14 +40,69 @@ scope = "client"
 """
 
 
-def policies():
-    """(label, path) of every preset in policies/ and of the tuned policy."""
+def tmpdir(prefix):
+    """A temporary folder, removed when the suite ends."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
+def policies(with_generated=True):
+    """(label, path) of every preset in policies/, of the tuned policy and
+    (unless told not to) of the generated policies."""
     out = [(os.path.basename(p)[:-5], p) for p in sorted(glob.glob(os.path.join(ROOT, "policies", "*.toml")))]
-    d = tempfile.mkdtemp(prefix="retrysim-clients-")
+    d = tmpdir("retrysim-clients-")
     tuned = os.path.join(d, "tuned.toml")
     with open(tuned, "w") as f:
         f.write(TUNED)
     out.append(("tuned", tuned))
+    if with_generated and os.environ.get("RETRYSIM_CLIENTS_GENERATED", "1") != "0":
+        out += generated()
+    return out
+
+
+def generated(n=12, seed=2026):
+    """(label, path) of n policies drawn at random (fixed seed): attempts,
+    backoff kinds and bases down to 1 ms, jitters, fractional token
+    buckets, ratio and concurrency budgets, per-try timeouts, breakers."""
+    import random
+
+    rng = random.Random(seed)
+    d = tmpdir("retrysim-generated-")
+    out = []
+    for i in range(n):
+        deadline = rng.choice([2, 3, 5, 8, 10])
+        lines = [f'name = "generated-{i}"', f"max_attempts = {rng.randint(2, 7)}", f'deadline = "{deadline}s"']
+        if rng.random() < 0.5:
+            lines.append(f'per_try_timeout = "{rng.choice([200, 300, 500, 800])}ms"')
+        on = [e for e in ["connect_error", "timeout", "reset", "429", "500", "502", "503", "504"] if rng.random() < 0.5]
+        lines.append("retry_on = [" + ", ".join(f'"{e}"' for e in (on or ["503"])) + "]")
+        lines.append(f"respect_retry_after = {str(rng.random() < 0.5).lower()}")
+        kind = rng.choice(["none", "constant", "exponential", "exponential", "decorrelated"])
+        lines.append("\n[backoff]")
+        lines.append(f'kind = "{kind}"')
+        if kind != "none":
+            base = rng.choice([1, 2, 5, 10, 25, 50, 100])
+            lines.append(f'base = "{base}ms"')
+            lines.append(f'cap = "{base * rng.choice([4, 10, 20])}ms"')
+            lines.append(f"multiplier = {rng.choice([1.5, 2.0, 3.0])}")
+            jitter = "none" if kind == "decorrelated" else rng.choice(["none", "full", "equal", "proportional"])
+            lines.append(f'jitter = "{jitter}"')
+        budget = rng.choice([None, "token_bucket", "token_bucket", "ratio", "concurrency"])
+        if budget == "token_bucket":
+            lines += ["\n[budget]", 'kind = "token_bucket"', f"max_tokens = {rng.choice([3, 6.5, 10, 20.25])}", f"token_ratio = {rng.choice([0.1, 0.5, 0.125])}"]
+        elif budget == "ratio":
+            lines += ["\n[budget]", 'kind = "ratio"', f"ratio = {rng.choice([0.1, 0.2])}", "min_per_sec = 10", 'ttl = "10s"']
+        elif budget == "concurrency":
+            lines += ["\n[budget]", 'kind = "concurrency"', "budget_percent = 20", "min_retry_concurrency = 3"]
+        if rng.random() < 0.3:
+            lines += ["\n[circuit_breaker]", 'kind = "consecutive"', f"consecutive_failures = {rng.randint(3, 10)}", 'open_for = "5s"', "half_open_probes = 1"]
+        if kind == "constant":
+            lines = [l for l in lines if not l.startswith(("cap =", "multiplier ="))]
+        path = os.path.join(d, f"generated-{i}.toml")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        out.append((f"generated-{i}", path))
     return out
 
 

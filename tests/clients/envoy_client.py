@@ -7,13 +7,12 @@ import http.client
 import http.server
 import os
 import subprocess
-import tempfile
 import threading
 import time
 
 import yaml
 
-from common import Skip, check, export, free_port, policies
+from common import tmpdir, Skip, check, export, free_port, policies
 
 
 class Upstream(http.server.BaseHTTPRequestHandler):
@@ -83,7 +82,7 @@ def secs(d):
 def run(suite, envoy):
     up = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=up.serve_forever, daemon=True).start()
-    tmp = tempfile.mkdtemp(prefix="retrysim-envoy-")
+    tmp = tmpdir("retrysim-envoy-")
     base_id = 7100 + os.getpid() % 1000
 
     def start(boot):
