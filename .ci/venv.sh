@@ -25,6 +25,13 @@ if [ -x "$py" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ]; then
   exit 0
 fi
 mkdir -p "$(dirname "$dir")"
+# One builder at a time (tests may call this script side by side).
+exec 9>"$dir.lock"
+flock 9
+if [ -x "$py" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ]; then
+  echo "$py"
+  exit 0
+fi
 python3 -m venv "$dir" >&2
 "$py" -m pip install --quiet --disable-pip-version-check "${PINS[@]}" >&2
 "$py" - "${PINS[@]}" >&2 <<'PY'
