@@ -354,7 +354,9 @@ proptest! {
 fn presets_that_a_target_carries_come_back_whole() {
     let preset =
         |n: &str| load_policy_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("policies/{n}.toml"))).unwrap();
-    for (name, target) in [("aws-standard-2026", Target::Aws), ("istio-default", Target::Istio)] {
+    for (name, target) in
+        [("aws-standard-2026", Target::Aws), ("istio-default", Target::Istio), ("envoy-default", Target::Envoy)]
+    {
         let p = preset(name);
         let x = export(&p, target);
         let back = import(&x.text, target, "f", &p.name).unwrap().policy;

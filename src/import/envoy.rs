@@ -79,7 +79,8 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
     if let Some(t) = rp.get("per_try_timeout") {
         x.policy.per_try_timeout = duration(t, file, &f("per_try_timeout"))?;
     }
-    let per_try = x.policy.per_try_timeout != NEVER;
+    // A per-try timeout as long as the route timeout never fires first.
+    let per_try = x.policy.per_try_timeout != NEVER && x.policy.per_try_timeout < x.policy.deadline;
     let mut r = RetryOn { connect_error: false, timeout: false, reset: false, statuses: Vec::new() };
     let conditions = rp.get("retry_on").and_then(Value::as_str).unwrap_or("");
     for c in conditions.split(',').map(str::trim).filter(|c| !c.is_empty()) {
@@ -152,7 +153,7 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
     }
     let hedged = route.get("hedge_policy").and_then(|h| h.get("hedge_on_per_try_timeout")).and_then(Value::as_bool)
         == Some(true);
-    if hedged && per_try {
+    if hedged && x.policy.per_try_timeout != NEVER {
         x.policy.hedging = Some(HedgeSpec {
             max_attempts: num_retries + 1,
             delay: HedgeDelay::Fixed(x.policy.per_try_timeout),
