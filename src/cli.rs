@@ -7,6 +7,7 @@ pub mod lint;
 pub mod plot;
 pub mod run;
 pub mod sweep;
+pub mod traces;
 pub mod tune;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -80,6 +81,12 @@ pub enum Command {
     /// Write report.html (self-contained) and report.md for a design review from a run's output folder.
     #[command(after_help = "Example:\n  retrysim report out/quickstart")]
     Report(plot::ReportArgs),
+    /// Build an experiment from OpenTelemetry traces (OTLP/JSON lines or Jaeger JSON), see docs/traces.md.
+    #[command(
+        name = "import-traces",
+        after_help = "Every inferred value carries a comment saying what it was read from; what was dropped is said on stderr and in the file.\n\nExamples:\n  retrysim import-traces api.jsonl backend.jsonl --out exp.toml\n  retrysim import-traces traces/*.jsonl --out exp.toml --workers backend=4\n  retrysim run exp.toml --compare-traces api.jsonl backend.jsonl"
+    )]
+    ImportTraces(traces::ImportTracesArgs),
 }
 
 /// What the run command prints on stdout.
@@ -164,6 +171,10 @@ pub struct RunArgs {
     /// Run only this variant (repeatable).
     #[arg(long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
+    /// Put the run beside these traces (the files `import-traces` read):
+    /// latency p50/p99, success and attempts per call, per client, edge and service.
+    #[arg(long = "compare-traces", value_name = "TRACES", num_args = 1..)]
+    pub compare_traces: Vec<PathBuf>,
 }
 
 /// What a command line came to: its exit status and, when it failed, the
@@ -205,6 +216,7 @@ where
         Command::Plot(args) => plot::run_plot(&args),
         Command::Tune(args) => tune::run(&args),
         Command::Report(args) => plot::run_report(&args),
+        Command::ImportTraces(args) => traces::run(&args),
     };
     match result {
         Ok(code) => Outcome { code, error: None },

@@ -18,5 +18,6 @@ pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod policy;
+pub mod traces;
 
 pub use error::InputError;

@@ -122,7 +122,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
             InputError::file("--trace-sample", format!("must be a fraction in (0, 1], got {trace_sample}")).into()
         );
     }
-    let options = RunOptions { trace_fraction: if args.trace.is_some() { trace_sample } else { 0.0 }, lean: false };
+    // --compare-traces reads the traces first (bad input before any run) and needs the attempt records.
+    let compare = match args.compare_traces.is_empty() {
+        true => None,
+        false => Some(super::traces::model_of(&args.compare_traces, &Default::default())?.0),
+    };
+    let trace_fraction = match (&args.trace, &compare) {
+        (Some(_), _) => trace_sample,
+        (None, Some(_)) => 1.0,
+        (None, None) => 0.0,
+    };
+    let options = RunOptions { trace_fraction, lean: false };
     // --precision may add replications up to --max-replications per variant.
     let most = |v: &crate::config::Scenario| match args.precision {
         Some(_) => v.replications.max(args.max_replications) as u64,
@@ -148,6 +158,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     // Every output against every input, before anything is simulated or written.
     let mut outputs: Vec<PathBuf> = OUTPUTS.iter().map(|name| out.join(name)).collect();
     outputs.extend(args.trace.clone());
+    if compare.is_some() {
+        outputs.push(out.join("compare-traces.json"));
+    }
     output::check_outputs(&outputs, &exp.inputs)?;
     if !args.sim.no_plots {
         output::files::check_chart_folder(&out, &exp.inputs)?;
@@ -211,6 +224,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         Format::Markdown => print!("{}", output::table::render_markdown(&summaries, &show)),
         Format::Csv => print!("{csv}"),
         Format::Json => print!("{json}"),
+    }
+    if let Some(model) = &compare {
+        let cmp = crate::traces::compare::compare(&set, model);
+        let json = serde_json::to_string_pretty(&crate::traces::compare::to_json(&cmp, &args.compare_traces))? + "\n";
+        write_atomic(&out.join("compare-traces.json"), json.as_bytes(), &exp.inputs)?;
+        if !args.sim.no_plots {
+            crate::traces::compare::chart(&set, model, &out)?;
+        }
+        if matches!(args.sim.format, Format::Table | Format::Markdown) {
+            print!("{}", crate::traces::compare::render_text(&cmp));
+        }
     }
     if !args.exp.quiet {
         let events = set.events();

@@ -63,6 +63,8 @@ pub struct TraceRecord {
     pub attempt: u32,
     /// When the attempt was sent.
     pub sent: Nanos,
+    /// When the caller had its outcome (answer, timeout or refusal).
+    pub answered: Nanos,
     /// The wait before it (backoff or Retry-After); 0 for the first.
     pub wait: Nanos,
     /// The previous attempt's outcome; `None` for the first attempt.

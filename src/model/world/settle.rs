@@ -88,6 +88,7 @@ impl World<'_> {
             edge: call.edge,
             attempt: a.attempt,
             sent: a.sent,
+            answered: self.q.now(),
             wait: a.wait,
             trigger: a.trigger,
             remaining_deadline,
