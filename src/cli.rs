@@ -9,6 +9,7 @@ pub mod run;
 pub mod sweep;
 pub mod traces;
 pub mod tune;
+pub mod vectors;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -87,6 +88,12 @@ pub enum Command {
         after_help = "Every inferred value carries a comment saying what it was read from; what was dropped is said on stderr and in the file.\n\nExamples:\n  retrysim import-traces api.jsonl backend.jsonl --out exp.toml\n  retrysim import-traces traces/*.jsonl --out exp.toml --workers backend=4\n  retrysim run exp.toml --compare-traces api.jsonl backend.jsonl"
     )]
     ImportTraces(traces::ImportTracesArgs),
+    /// Conformance vectors of a policy file for SDK authors (docs/vectors.md): cases of outcomes,
+    /// clock readings and random draws with the decisions, waits and states the policy must produce.
+    #[command(
+        after_help = "One JSON object on stdout (schema retrysim.vectors/1). The repository keeps the vectors of every preset under sdk/vectors/ (scripts/regenerate-vectors.sh).\n\nExamples:\n  retrysim vectors policies/grpc-default.toml > grpc-default.json\n  retrysim vectors policies/tuned-example.toml --cases 50"
+    )]
+    Vectors(vectors::VectorsArgs),
 }
 
 /// What the run command prints on stdout.
@@ -217,6 +224,7 @@ where
         Command::Tune(args) => tune::run(&args),
         Command::Report(args) => plot::run_report(&args),
         Command::ImportTraces(args) => traces::run(&args),
+        Command::Vectors(args) => vectors::run(&args),
     };
     match result {
         Ok(code) => Outcome { code, error: None },

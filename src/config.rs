@@ -18,7 +18,7 @@ pub use scenario::*;
 
 use crate::error::{InputError, InputResult};
 use crate::policy::Policy;
-use raw::{ExperimentRaw, PolicyRaw, VariantRaw};
+use raw::{ExperimentRaw, VariantRaw};
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -192,31 +192,11 @@ pub fn load_policy_file(path: &Path) -> InputResult<Policy> {
     Ok(policy)
 }
 
-/// Validates a policy file's text as `load_policy_file` does (`shown`
-/// names it in errors); the text must have a `name`.
-pub fn policy_from_str(text: &str, shown: &str) -> InputResult<Policy> {
-    let table: Table =
-        text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {}", messages::toml_error(&e))))?;
-    reject_datetimes(&table, shown)?;
-    let raw: PolicyRaw = deserialize_at(Value::Table(table), shown, "")?;
-    validate::policy(&raw, shown, "")
-}
-
 /// Reads a policy file: its table (with `name` filled from the file stem)
-/// and the validated policy. Errors name the policy file.
+/// and the validated policy. Errors name the policy file (the policy
+/// crate reads it, as [`Policy::load`] does).
 fn read_policy(path: &Path, shown: &str) -> InputResult<(Table, Policy)> {
-    let text =
-        read::read_input(path).map_err(|e| InputError::file(shown, format!("cannot read the policy file: {e}")))?;
-    let mut table: Table =
-        text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {}", messages::toml_error(&e))))?;
-    reject_datetimes(&table, shown)?;
-    if !table.contains_key("name") {
-        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "policy".into());
-        table.insert("name".into(), Value::String(stem));
-    }
-    let raw: PolicyRaw = deserialize_at(Value::Table(table.clone()), shown, "")?;
-    let policy = validate::policy(&raw, shown, "")?;
-    Ok((table, policy))
+    retrysim_policy::load::read(path, shown)
 }
 
 /// Replaces every policy given by path (`clients[*].policy`,

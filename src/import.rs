@@ -62,7 +62,7 @@ impl Imported {
 /// policy allows (say 100 000 attempts) is bad input.
 pub fn import(text: &str, target: Target, file: &str, name: &str) -> InputResult<Imported> {
     let x = read(text, target, file, name)?;
-    crate::config::policy_from_str(&crate::policy::file::to_toml(&x.policy), file)
+    Policy::from_toml(&crate::policy::file::to_toml(&x.policy), file)
         .map_err(|e| e.context("the imported policy is not valid: "))?;
     Ok(x)
 }

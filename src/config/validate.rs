@@ -1,14 +1,12 @@
 //! Turns the deserialized files into typed, checked values. Every error
 //! names the file, the field path and what is allowed.
 
-mod budget;
 mod calls;
 mod dist;
 mod faults;
 mod hosts;
-mod policy;
 
-pub use policy::policy;
+pub use retrysim_policy::validate::policy;
 
 use super::raw::*;
 use super::scenario::*;
@@ -16,10 +14,8 @@ use super::units::{parse_duration, parse_rate};
 use crate::engine::{NEVER, Nanos};
 use crate::error::{InputError, InputResult};
 use crate::model::Dist;
+use retrysim_policy::validate::NEVER_NOT_HERE;
 use std::collections::BTreeMap;
-
-/// Why `"never"` is refused where a finite duration is needed.
-const NEVER_NOT_HERE: &str = "\"never\" is not allowed here: give a duration such as \"250ms\" or \"2s\" (\"never\" is for per_try_timeout, deadline, max_retry_after, backoff.cap, a fault's duration, and a ledger's ttl and lease)";
 
 /// The most side-effect kinds (`commits` names) an experiment may use.
 pub const MAX_EFFECT_KINDS: usize = 8;

@@ -64,48 +64,66 @@ pub fn dur(s: f64) -> String {
     }
 }
 
+/// Mean and standard error of `v`.
+fn mean_se(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 { v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    (m, (var / n).sqrt())
+}
+
 fn fit_backoff(waits: &BTreeMap<u32, Vec<f64>>) -> Option<Backoff> {
     let first = waits.get(&1)?;
     let mut w = first.clone();
     w.sort_by(f64::total_cmp);
     let n = w.len() as f64;
     let (lo, hi) = (w[0], w[w.len() - 1]);
+    // With enough waits, the 5% and 95% quantiles stand for the bounds: a
+    // few waits stretched by a busy host (a late timer, a starved thread)
+    // do not move them.
+    let (qlo, qhi, q) =
+        if w.len() >= 20 { (quantile(&w, 0.05), quantile(&w, 0.95), 0.95) } else { (lo, hi, n / (n + 1.0)) };
     let mean = w.iter().sum::<f64>() / n;
-    // The upper bound of a uniform from its sample maximum (unbiased).
-    let upper = |hi: f64, n: f64| if n > 1.0 { hi * (n + 1.0) / n } else { hi };
-    let (jitter, base, ratio) = if w.len() < 3 || hi - lo < 0.1 * hi.max(1e-9) {
+    let (jitter, base, ratio) = if w.len() < 3 || qhi - qlo < 0.1 * qhi.max(1e-9) {
         ("none", quantile(&w, 0.5), None)
-    } else if lo < 0.15 * hi && (0.3..=0.7).contains(&(mean / hi)) {
-        ("full", upper(hi, n), None)
-    } else if (0.4..=0.6).contains(&(lo / hi)) {
-        ("equal", upper(hi, n), None)
+    } else if qlo < 0.15 * qhi && (0.3..=0.7).contains(&(mean / qhi)) {
+        // U(0, L): the q quantile is q·L.
+        ("full", qhi / q, None)
+    } else if (0.4..=0.6).contains(&(qlo / qhi)) {
+        // U(L/2, L): the q quantile is L·(1 + q)/2.
+        ("equal", qhi * 2.0 / (1.0 + q), None)
     } else {
-        let r = ((hi - lo) / (hi + lo)).clamp(0.01, 0.99);
-        ("proportional", (hi + lo) / 2.0, Some((r * 100.0).round() / 100.0))
+        let r = ((qhi - qlo) / (qhi + qlo)).clamp(0.01, 0.99);
+        ("proportional", (qhi + qlo) / 2.0, Some((r * 100.0).round() / 100.0))
     };
-    // The backoff limit a sample of waits shows, by the jitter seen.
-    let limit = |v: &[f64]| -> f64 {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        let n = v.len() as f64;
-        match jitter {
-            "full" | "equal" => upper(v[v.len() - 1], n),
-            "none" => quantile(&v, 0.5),
-            _ => v.iter().sum::<f64>() / n,
-        }
-    };
+    // The growth: the ratio of the mean second-retry wait to the mean first
+    // one (the jitter scales both alike), with its 95% interval. A usual
+    // value inside the interval (2, else 1) is taken; otherwise the ratio
+    // to the nearest 0.5.
     let (kind, multiplier, how) = match waits.get(&2).filter(|v| v.len() >= 5) {
         Some(second) => {
-            let (l1, l2) = (limit(first), limit(second));
-            let m = (l2 / l1.max(1e-9) * 2.0).round() / 2.0;
-            if m <= 1.0 {
-                ("constant", 1.0, format!("{} second retries show a limit of {}, as the first", second.len(), dur(l2)))
+            let ((m1, se1), (m2, se2)) = (mean_se(first), mean_se(second));
+            let r = m2 / m1.max(1e-12);
+            let rse = ((se1 / m1.max(1e-12)).powi(2) + (se2 / m2.max(1e-12)).powi(2)).sqrt();
+            let (rlo, rhi) = (r * (1.0 - 1.96 * rse), r * (1.0 + 1.96 * rse));
+            let m = if (rlo..=rhi).contains(&2.0) {
+                2.0
+            } else if (rlo..=rhi).contains(&1.0) {
+                1.0
             } else {
-                (
-                    "exponential",
-                    m,
-                    format!("{} second retries show a limit of {}: {m}x the first", second.len(), dur(l2)),
-                )
+                ((r * 2.0).round() / 2.0).max(1.0)
+            };
+            let seen = format!(
+                "{} second retries wait {:.2}x as long as first ones on average [{:.2}, {:.2}]",
+                second.len(),
+                r,
+                rlo.max(0.0),
+                rhi
+            );
+            if m <= 1.0 {
+                ("constant", 1.0, format!("{seen}: constant"))
+            } else {
+                ("exponential", m, format!("{seen}: multiplier {m}"))
             }
         }
         _ => ("exponential", 2.0, "too few second retries to see the growth: multiplier 2 assumed".to_string()),
@@ -220,5 +238,32 @@ pub fn infer(calls: &[&Call], idempotent: bool) -> Policy {
         backoff,
         retry_unknown_without_key: unknown_retried && !idempotent,
         evidence,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_jitter_is_read_through_a_few_late_timers() {
+        // 200 first waits spread evenly over U(0, 20 ms), 6 of them 30 ms late;
+        // 10 second retries over U(0, 40 ms).
+        let mut first: Vec<f64> = (0..200).map(|i| (i as f64 + 0.5) / 200.0 * 0.020).collect();
+        for w in first.iter_mut().step_by(33) {
+            *w += 0.030;
+        }
+        let second: Vec<f64> = (0..10).map(|i| (i as f64 + 0.5) / 10.0 * 0.040).collect();
+        let b = fit_backoff(&BTreeMap::from([(1, first), (2, second)])).unwrap();
+        assert_eq!((b.kind, b.jitter), ("exponential", "full"));
+        assert!((b.base - 0.020).abs() < 0.0015, "{}", b.base);
+        assert_eq!(b.multiplier, 2.0, "{}", b.evidence);
+        // Constant waits: no jitter, the median; equal jitter: U(L/2, L).
+        let b = fit_backoff(&BTreeMap::from([(1, vec![0.03; 50])])).unwrap();
+        assert_eq!((b.jitter, b.base), ("none", 0.03));
+        let equal: Vec<f64> = (0..100).map(|i| 0.010 + (i as f64 + 0.5) / 100.0 * 0.010).collect();
+        let b = fit_backoff(&BTreeMap::from([(1, equal)])).unwrap();
+        assert_eq!(b.jitter, "equal");
+        assert!((b.base - 0.020).abs() < 0.0005, "{}", b.base);
     }
 }

@@ -22,6 +22,7 @@ impl Outcome {
     /// Whether the outcome proves that the service did not execute the request.
     /// Unknown outcomes (timeout, reset, 500, 502, 504 and other 5xx) may have
     /// committed. 4xx answers, 429 and 503 prove nothing ran at that hop.
+    #[inline]
     pub fn nothing_executed(self) -> bool {
         match self {
             Outcome::Ok => false,
@@ -105,6 +106,7 @@ impl RetryOn {
     }
 
     /// Whether `outcome` is retryable under this set.
+    #[inline]
     pub fn contains(&self, outcome: Outcome) -> bool {
         match outcome {
             Outcome::Ok => false,

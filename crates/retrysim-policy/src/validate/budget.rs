@@ -2,10 +2,10 @@
 //! fields that belong to another kind rejected.
 
 use super::first_extra;
-use crate::config::raw::BudgetRaw;
-use crate::config::units::parse_duration;
+use crate::budget::{BudgetKind, BudgetScope, BudgetSpec};
 use crate::error::{InputError, InputResult};
-use crate::policy::budget::{BudgetKind, BudgetScope, BudgetSpec};
+use crate::raw::BudgetRaw;
+use crate::units::parse_duration;
 
 /// Validates a `[budget]` table; `None` for `kind = "none"`.
 pub fn budget(raw: &BudgetRaw, file: &str, field: &str) -> InputResult<Option<BudgetSpec>> {

@@ -6,7 +6,7 @@ use super::budget::{BudgetKind, BudgetScope};
 use super::hedge::HedgeDelay;
 use super::throttle::ThrottleKind;
 use super::{BackoffKind, Jitter, Policy, RetryOn};
-use crate::engine::{NEVER, Nanos};
+use crate::time::{NEVER, Nanos};
 use std::fmt::Write as _;
 
 /// A duration as the largest exact unit: `"2s"`, `"250ms"`, `"50us"`, `"7ns"`.
@@ -209,18 +209,17 @@ mod tests {
 
     #[test]
     fn every_preset_round_trips() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies");
         let tmp = tempfile::tempdir().unwrap();
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_none_or(|e| e != "toml") {
                 continue;
             }
-            let p = crate::config::load_policy_file(&path).unwrap();
+            let p = Policy::load(&path).unwrap();
             let out = tmp.path().join("p.toml");
             std::fs::write(&out, to_toml(&p)).unwrap();
-            let q = crate::config::load_policy_file(&out)
-                .unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), to_toml(&p)));
+            let q = Policy::load(&out).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), to_toml(&p)));
             assert_eq!(p, q, "{}", path.display());
         }
     }

@@ -2,14 +2,14 @@
 //! budget and breaker.
 
 use super::{V, budget};
-use crate::config::raw::{BackoffRaw, BreakerRaw, HedgingRaw, PolicyRaw, ThrottleRaw};
-use crate::engine::NEVER;
+use crate::breaker::{BreakerKind, BreakerSpec};
+use crate::budget::BudgetScope;
 use crate::error::InputResult;
-use crate::policy::breaker::{BreakerKind, BreakerSpec};
-use crate::policy::budget::BudgetScope;
-use crate::policy::hedge::{HedgeDelay, HedgeSpec};
-use crate::policy::throttle::{ThrottleKind, ThrottleSpec};
-use crate::policy::{Backoff, BackoffKind, Jitter, Policy, RetryOn};
+use crate::hedge::{HedgeDelay, HedgeSpec};
+use crate::raw::{BackoffRaw, BreakerRaw, HedgingRaw, PolicyRaw, ThrottleRaw};
+use crate::throttle::{ThrottleKind, ThrottleSpec};
+use crate::time::NEVER;
+use crate::{Backoff, BackoffKind, Jitter, Policy, RetryOn};
 
 /// Validates a policy table. `prefix` is the field path of the table in its
 /// file (empty for a policy file).

@@ -30,8 +30,8 @@
 //! timeouts, resets, 5xx and 429. Other 4xx answers are the caller's own
 //! errors and count as successes of the service.
 
-use crate::engine::Nanos;
-use crate::policy::Outcome;
+use crate::Outcome;
+use crate::time::Nanos;
 
 /// What opens a closed breaker.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,6 +118,7 @@ pub struct Breaker {
 }
 
 /// Whether an outcome counts as a failure of the service.
+#[inline]
 pub fn is_failure(outcome: Outcome) -> bool {
     match outcome {
         Outcome::Ok => false,

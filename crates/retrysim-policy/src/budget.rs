@@ -16,8 +16,8 @@
 //!   at most `budget_percent`% of active requests, and at least
 //!   `min_retry_concurrency`.
 
-use crate::engine::Nanos;
-use crate::policy::Outcome;
+use crate::Outcome;
+use crate::time::Nanos;
 use std::collections::VecDeque;
 
 /// A validated `[budget]` table.
@@ -73,6 +73,17 @@ impl Budget {
     /// Tokens (token bucket) or capacity (quota) left; `None` for the other kinds.
     pub fn level(&self) -> Option<f64> {
         matches!(self.kind, BudgetKind::TokenBucket { .. } | BudgetKind::Quota { .. }).then_some(self.level)
+    }
+
+    /// Ratio: (first attempts, retries) sent within `ttl` before `now`;
+    /// concurrency: (attempts, retries) in flight; (0, 0) for the others.
+    pub fn counts(&mut self, now: Nanos) -> (u64, u64) {
+        self.expire(now);
+        match self.kind {
+            BudgetKind::Ratio { .. } => (self.recent.len() as u64 - self.recent_retries, self.recent_retries),
+            BudgetKind::Concurrency { .. } => (self.active, self.active_retries),
+            _ => (0, 0),
+        }
     }
 
     fn expire(&mut self, now: Nanos) {

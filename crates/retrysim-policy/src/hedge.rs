@@ -15,7 +15,7 @@
 
 use super::budget::{Budget, BudgetKind};
 use super::{Outcome, RetryOn};
-use crate::engine::Nanos;
+use crate::time::Nanos;
 use hdrhistogram::Histogram;
 
 /// Length of one period of the [`LatencyWindow`].

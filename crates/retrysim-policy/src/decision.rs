@@ -1,7 +1,7 @@
 //! The retry decision of DESIGN §4, in its order; each denial has a reason.
 
 use super::{Outcome, Policy};
-use crate::engine::{NEVER, Nanos};
+use crate::time::{NEVER, Nanos};
 use std::fmt;
 
 /// Why a retry was not made.
@@ -95,6 +95,7 @@ pub struct RetryContext {
 /// Decides whether and when to retry, checking in DESIGN §4's order:
 /// retryable, safe, attempts left, breaker, the wait against
 /// `max_retry_after` and the deadline, and the budget last.
+#[inline]
 pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
     let o = ctx.outcome;
     if !policy.retry_on.contains(o) {
@@ -139,6 +140,7 @@ pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
 
 /// The timeout for an attempt starting now: the per-try timeout clipped to
 /// the remaining deadline. [`NEVER`] when neither is set.
+#[inline]
 pub fn attempt_timeout(policy: &Policy, now: Nanos, deadline_at: Nanos) -> Nanos {
     let remaining = if deadline_at == NEVER { NEVER } else { deadline_at.saturating_sub(now) };
     policy.per_try_timeout.min(remaining)
@@ -147,7 +149,7 @@ pub fn attempt_timeout(policy: &Policy, now: Nanos, deadline_at: Nanos) -> Nanos
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::RetryOn;
+    use crate::RetryOn;
 
     const MS: Nanos = 1_000_000;
 

@@ -26,7 +26,7 @@
 use super::Outcome;
 use super::breaker::is_failure;
 use super::budget::BudgetScope;
-use crate::engine::Nanos;
+use crate::time::Nanos;
 use std::collections::VecDeque;
 
 /// Buckets of the SRE throttle's sliding window.
@@ -96,7 +96,7 @@ impl Throttle {
             Throttle::Sre(t) => t.admit(now, u),
             Throttle::Aws(t) => match t.acquire(secs(now)) {
                 0.0 => Admission::Send,
-                w => Admission::Wait(crate::engine::from_secs_f64(w)),
+                w => Admission::Wait(crate::time::from_secs_f64(w)),
             },
         }
     }

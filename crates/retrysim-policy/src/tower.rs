@@ -1,0 +1,259 @@
+//! Behind the `tower` feature: a [`tower_layer::Layer`] (the trait `tower`
+//! re-exports as `tower::Layer`) that retries a [`tower_service::Service`]
+//! under a policy, with the decision of [`RetryState`].
+//!
+//! The layer does not pick an async runtime: it takes a `sleep` function
+//! (with tokio, `|d| Box::pin(tokio::time::sleep(d))`) and a `classify`
+//! function that names the outcome of each attempt and the server's
+//! Retry-After. Requests are cloned for each attempt; the per-try timeout
+//! is raced against the attempt with the same `sleep`. After the last
+//! attempt the caller gets that attempt's response or error as it was
+//! (a 503 response stays a response).
+//!
+//! ```ignore
+//! let layer = RetryLayer::new(policy, classify, |d| Box::pin(tokio::time::sleep(d)));
+//! let client = tower::ServiceBuilder::new().layer(layer).service(http_client);
+//! ```
+
+use crate::decision::DenyReason;
+use crate::random::SplitMix;
+use crate::state::{Admit, Decision, RetryState, Shared};
+use crate::time::{NEVER, Nanos};
+use crate::{Outcome, Policy};
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// A boxed future that can cross threads.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Why a retried call failed without a response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RetryFailure<E> {
+    /// The inner service's error of the last attempt.
+    Inner(E),
+    /// The last attempt passed its per-try timeout (or the deadline).
+    TimedOut,
+    /// No attempt was sent: the breaker was open or the throttle refused.
+    Refused(DenyReason),
+}
+
+/// The layer: one policy and one [`Shared`] state for every service it wraps.
+#[derive(Clone)]
+pub struct RetryLayer<C, Z> {
+    policy: Arc<Policy>,
+    shared: Shared,
+    classify: C,
+    sleep: Z,
+}
+
+impl<C, Z> RetryLayer<C, Z> {
+    /// A layer retrying under `policy`; `classify` names each attempt's
+    /// outcome and Retry-After, `sleep` waits.
+    pub fn new(policy: Policy, classify: C, sleep: Z) -> Self {
+        let shared = Shared::new(&policy);
+        Self { policy: Arc::new(policy), shared, classify, sleep }
+    }
+
+    /// The shared state (budget, breaker, throttle) of every wrapped service.
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+impl<S, C: Clone, Z: Clone> Layer<S> for RetryLayer<C, Z> {
+    type Service = Retry<S, C, Z>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Retry {
+            inner,
+            policy: self.policy.clone(),
+            shared: self.shared.clone(),
+            classify: self.classify.clone(),
+            sleep: self.sleep.clone(),
+        }
+    }
+}
+
+/// The service [`RetryLayer`] makes.
+#[derive(Clone)]
+pub struct Retry<S, C, Z> {
+    inner: S,
+    policy: Arc<Policy>,
+    shared: Shared,
+    classify: C,
+    sleep: Z,
+}
+
+fn dur(ns: Nanos) -> Duration {
+    Duration::from_nanos(ns)
+}
+
+impl<S, Req, C, Z> Service<Req> for Retry<S, C, Z>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send,
+    S::Error: Send,
+    Req: Clone + Send + 'static,
+    C: Fn(&Result<S::Response, S::Error>) -> (Outcome, Option<Duration>) + Clone + Send + 'static,
+    Z: Fn(Duration) -> BoxFuture<()> + Clone + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = RetryFailure<S::Error>;
+    type Future = BoxFuture<Result<S::Response, RetryFailure<S::Error>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(RetryFailure::Inner)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        // The inner service was made ready for this call; later attempts
+        // use a clone and wait until it is ready.
+        let mut first = Some(self.inner.clone());
+        std::mem::swap(first.as_mut().expect("just set"), &mut self.inner);
+        let mut svc = self.inner.clone();
+        let (policy, shared, classify, sleep) =
+            (self.policy.clone(), self.shared.clone(), self.classify.clone(), self.sleep.clone());
+        Box::pin(async move {
+            let mut state = RetryState::new(&policy, shared.clone(), shared.now(), SplitMix::from_time());
+            loop {
+                let timeout = match state.before_attempt(shared.now()) {
+                    Ok(Admit::Send { timeout }) => timeout,
+                    Ok(Admit::Wait(w)) => {
+                        sleep(dur(w)).await;
+                        continue;
+                    }
+                    Err(reason) => return Err(RetryFailure::Refused(reason)),
+                };
+                let attempt = match first.take() {
+                    Some(mut ready) => ready.call(req.clone()),
+                    None => {
+                        poll_fn(|cx| svc.poll_ready(cx)).await.map_err(RetryFailure::Inner)?;
+                        svc.call(req.clone())
+                    }
+                };
+                let result = race(attempt, (timeout != NEVER).then(|| sleep(dur(timeout)))).await;
+                let (outcome, retry_after) = match &result {
+                    Some(r) => classify(r),
+                    None => (Outcome::Timeout, None),
+                };
+                let ra = retry_after.map(|d| d.as_nanos().min(u128::from(NEVER - 1)) as Nanos);
+                match state.after_outcome(outcome, shared.now(), ra) {
+                    Decision::Retry { wait } => sleep(dur(wait)).await,
+                    Decision::Done | Decision::GiveUp(_) => {
+                        return match result {
+                            Some(r) => r.map_err(RetryFailure::Inner),
+                            None => Err(RetryFailure::TimedOut),
+                        };
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// The attempt's result, or `None` when `timer` ends first.
+async fn race<F: Future>(attempt: F, timer: Option<BoxFuture<()>>) -> Option<F::Output> {
+    let mut attempt = std::pin::pin!(attempt);
+    let mut timer = timer;
+    poll_fn(move |cx| {
+        if let Poll::Ready(r) = attempt.as_mut().poll(cx) {
+            return Poll::Ready(Some(r));
+        }
+        match timer.as_mut().map(|t| t.as_mut().poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(None),
+            _ => Poll::Pending,
+        }
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::task::{Wake, Waker};
+
+    struct Noop;
+    impl Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    fn block_on<F: Future>(f: F) -> F::Output {
+        let waker = Waker::from(Arc::new(Noop));
+        let mut cx = Context::from_waker(&waker);
+        let mut f = std::pin::pin!(f);
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Answers 503 `fails` times, then 200.
+    #[derive(Clone)]
+    struct Flaky {
+        calls: Arc<AtomicU32>,
+        fails: u32,
+    }
+
+    impl Service<&'static str> for Flaky {
+        type Response = u16;
+        type Error = String;
+        type Future = BoxFuture<Result<u16, String>>;
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), String>> {
+            Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, _: &'static str) -> Self::Future {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst);
+            let fails = self.fails;
+            Box::pin(async move { Ok(if n < fails { 503 } else { 200 }) })
+        }
+    }
+
+    type Classify = fn(&Result<u16, String>) -> (Outcome, Option<Duration>);
+    type Sleep = fn(Duration) -> BoxFuture<()>;
+
+    fn classify(r: &Result<u16, String>) -> (Outcome, Option<Duration>) {
+        match r {
+            Ok(200) => (Outcome::Ok, None),
+            Ok(s) => (Outcome::Status(*s), None),
+            Err(_) => (Outcome::Reset, None),
+        }
+    }
+
+    fn sleep(d: Duration) -> BoxFuture<()> {
+        Box::pin(async move { std::thread::sleep(d) })
+    }
+
+    fn layer() -> RetryLayer<Classify, Sleep> {
+        let policy = Policy::from_toml(
+            "max_attempts = 3\nper_try_timeout = \"1s\"\n[backoff]\nkind = \"constant\"\nbase = \"1ms\"\n",
+            "test",
+        )
+        .unwrap();
+        RetryLayer::new(policy, classify as Classify, sleep as Sleep)
+    }
+
+    #[test]
+    fn retries_until_success_within_max_attempts() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let mut svc = layer().layer(Flaky { calls: calls.clone(), fails: 2 });
+        assert_eq!(block_on(svc.call("GET /")), Ok(200));
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn gives_the_last_response_back_when_attempts_run_out() {
+        let calls = Arc::new(AtomicU32::new(0));
+        let mut svc = layer().layer(Flaky { calls: calls.clone(), fails: 5 });
+        assert_eq!(block_on(svc.call("GET /")), Ok(503));
+        assert_eq!(calls.load(Ordering::SeqCst), 3, "max_attempts = 3");
+    }
+}

@@ -1,0 +1,73 @@
+//! Turns a deserialized policy table into a typed, checked [`crate::Policy`].
+//! Every error names the file, the field path and what is allowed; the
+//! simulator reports policies inlined in experiments with the same words.
+
+mod budget;
+mod policy;
+
+pub use policy::policy;
+
+use crate::error::{InputError, InputResult};
+use crate::time::{NEVER, Nanos};
+use crate::units::parse_duration;
+
+/// Why `"never"` is refused where a finite duration is needed.
+pub const NEVER_NOT_HERE: &str = "\"never\" is not allowed here: give a duration such as \"250ms\" or \"2s\" (\"never\" is for per_try_timeout, deadline, max_retry_after, backoff.cap, a fault's duration, and a ledger's ttl and lease)";
+
+/// The first field that is present but not among `allowed`.
+fn first_extra<'a>(present: &[(&'a str, bool)], allowed: &[&str]) -> Option<&'a str> {
+    present.iter().find(|(name, here)| *here && !allowed.contains(name)).map(|(name, _)| *name)
+}
+
+/// Validation context: the file errors are reported against.
+struct V<'a> {
+    file: &'a str,
+}
+
+impl V<'_> {
+    fn err(&self, field: &str, msg: impl Into<String>) -> InputError {
+        InputError::field(self.file, field, msg)
+    }
+
+    /// A duration; `"never"` is refused (see [`V::dur_or_never`]).
+    fn dur(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
+        match v {
+            None => Ok(default),
+            Some(s) if s.trim() == "never" => Err(self.err(field, NEVER_NOT_HERE)),
+            Some(s) => parse_duration(s).map_err(|m| self.err(field, m)),
+        }
+    }
+
+    /// A duration or `"never"` (no limit).
+    fn dur_or_never(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
+        match v {
+            Some(s) if s.trim() == "never" => Ok(NEVER),
+            _ => self.dur(field, v, default),
+        }
+    }
+
+    fn positive_dur(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
+        let d = self.dur(field, v, default)?;
+        if d == 0 {
+            return Err(self.err(field, "must be longer than 0"));
+        }
+        Ok(d)
+    }
+
+    /// [`V::positive_dur`] that also takes `"never"`.
+    fn positive_dur_or_never(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
+        let d = self.dur_or_never(field, v, default)?;
+        if d == 0 {
+            return Err(self.err(field, "must be longer than 0"));
+        }
+        Ok(d)
+    }
+
+    fn int_in(&self, field: &str, v: Option<i64>, default: i64, lo: i64, hi: i64) -> InputResult<i64> {
+        let x = v.unwrap_or(default);
+        if x < lo || x > hi {
+            return Err(self.err(field, format!("must be an integer from {lo} to {hi}, got {x}")));
+        }
+        Ok(x)
+    }
+}

@@ -1,0 +1,198 @@
+//! The policy runtime over real sockets: a scripted HTTP server on
+//! 127.0.0.1 answers 503, then 503 with `Retry-After: 1`, then nothing
+//! within the per-try timeout, then 200; `retrysim_policy::retry` calls it
+//! under a policy file, and the simulator runs the same script (as faults
+//! in time windows that the attempts fall into) with `--trace`. Attempts,
+//! outcomes and decisions must be the same, and each measured wait must be
+//! the simulated one within timer tolerance (never shorter, at most 150 ms
+//! longer on a loaded machine).
+
+use retrysim_policy::{Failure, Outcome, Policy, RetryError, Shared, SplitMix, retry_with};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const POLICY: &str = r#"name = "e2e"
+max_attempts = 4
+per_try_timeout = "300ms"
+deadline = "10s"
+retry_on = ["connect_error", "timeout", "503"]
+respect_retry_after = true
+max_retry_after = "5s"
+
+[backoff]
+kind = "exponential"
+base = "100ms"
+cap = "1s"
+"#;
+
+/// The same script for the simulator: one intent at 0; the attempts are
+/// sent at about 0 s, 0.1 s, 1.1 s and 1.5 s, so each falls into one fault.
+const EXPERIMENT: &str = r#"[experiment]
+name = "e2e"
+duration = "1ms"
+replications = 1
+
+[[clients]]
+name = "one"
+mode = "burst"
+at = "0s"
+count = 1
+target = "api"
+operation = "get"
+policy = "e2e-policy.toml"
+
+[[operations]]
+name = "get"
+idempotent = true
+
+[[services]]
+name = "api"
+workers = 1
+service_time = { dist = "const", value = "1ms" }
+
+[network]
+latency = { dist = "const", value = "1ms" }
+
+[[faults]]
+kind = "error"
+target = "api"
+status = 503
+start = "0s"
+duration = "50ms"
+
+[[faults]]
+kind = "error"
+target = "api"
+status = 503
+retry_after = "1s"
+start = "50ms"
+duration = "500ms"
+
+[[faults]]
+kind = "latency"
+target = "api"
+extra = { dist = "const", value = "1s" }
+start = "1s"
+duration = "300ms"
+"#;
+
+/// Serves the script: the n-th request gets the n-th answer.
+fn server() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let port = listener.local_addr().unwrap().port();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf);
+                let reply = match n {
+                    0 => "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    1 => {
+                        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    }
+                    2 => {
+                        std::thread::sleep(Duration::from_millis(1000));
+                        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                    }
+                    _ => "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                };
+                let _ = s.write_all(reply.as_bytes());
+            });
+        }
+    });
+    (port, count)
+}
+
+/// One GET with a read timeout: the outcome and the Retry-After header.
+fn get(port: u16, timeout: Option<Duration>) -> Result<String, Failure<String>> {
+    let mut s =
+        TcpStream::connect(("127.0.0.1", port)).map_err(|e| Failure::new(Outcome::ConnectError, e.to_string()))?;
+    s.set_read_timeout(timeout).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    if let Err(e) = s.read_to_string(&mut text) {
+        let kind = e.kind();
+        let outcome = if matches!(kind, std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
+            Outcome::Timeout
+        } else {
+            Outcome::Reset
+        };
+        return Err(Failure::new(outcome, e.to_string()));
+    }
+    let status: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    if status == 200 {
+        return Ok(text);
+    }
+    let retry_after = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Retry-After: "))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let f = Failure::new(Outcome::Status(status), text.clone());
+    Err(match retry_after {
+        Some(ra) => f.retry_after(ra),
+        None => f,
+    })
+}
+
+#[test]
+fn the_retry_helper_over_sockets_does_what_the_simulator_traced() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy_path = dir.path().join("e2e-policy.toml");
+    std::fs::write(&policy_path, POLICY).unwrap();
+    let policy = Policy::load(&policy_path).unwrap();
+
+    // The simulator's trace of the same script.
+    let exp = dir.path().join("e2e.toml");
+    std::fs::write(&exp, EXPERIMENT).unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .args(["run", "-q", "--no-plots", "--out"])
+        .arg(dir.path().join("out"))
+        .arg("--trace")
+        .arg(&trace)
+        .arg(&exp)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> =
+        std::fs::read_to_string(&trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let sim_outcomes: Vec<String> = rows.iter().map(|r| r["outcome"].as_str().unwrap().to_string()).collect();
+    let sim_waits: Vec<f64> = rows.iter().skip(1).map(|r| r["wait_s"].as_f64().unwrap()).collect();
+    assert_eq!(sim_outcomes, ["503", "503", "timeout", "ok"], "{rows:?}");
+
+    // The runtime crate's helper against the real server.
+    let (port, served) = server();
+    let mut outcomes = Vec::new();
+    let mut spans: Vec<(Instant, Instant)> = Vec::new();
+    let shared = Shared::new(&policy);
+    let result = retry_with(&policy, &shared, SplitMix::new(1), |attempt| {
+        let start = Instant::now();
+        let r = get(port, attempt.timeout);
+        spans.push((start, Instant::now()));
+        outcomes.push(match &r {
+            Ok(_) => "ok".to_string(),
+            Err(f) => f.outcome.to_string(),
+        });
+        r
+    });
+    assert!(result.is_ok(), "{:?}", result.err().map(|e: RetryError<String>| e.to_string()));
+    assert_eq!(outcomes, sim_outcomes, "the same attempts and outcomes");
+    assert_eq!(served.load(Ordering::SeqCst), 4);
+    let waits: Vec<f64> = spans.windows(2).map(|w| (w[1].0 - w[0].1).as_secs_f64()).collect();
+    assert_eq!(sim_waits, [0.1, 1.0, 0.4], "{rows:?}");
+    for (real, sim) in waits.iter().zip(&sim_waits) {
+        assert!(*real >= sim - 0.002 && *real <= sim + 0.150, "waited {real} s where the simulator waited {sim} s");
+    }
+    // The timed-out attempt was given up at its per-try timeout.
+    let timed_out = spans[2].1 - spans[2].0;
+    assert!(timed_out >= Duration::from_millis(295) && timed_out <= Duration::from_millis(450), "{timed_out:?}");
+}
