@@ -4,6 +4,7 @@ pub mod audit;
 pub mod collapse_rate;
 pub mod export;
 pub mod frontier;
+pub mod import;
 pub mod lint;
 pub mod plot;
 pub mod run;
@@ -35,33 +36,39 @@ pub struct Cli {
 pub enum Command {
     /// Run every variant of an experiment and compare them.
     #[command(
-        display_order = 2,
+        display_order = 30,
         after_help = "Examples:\n  retrysim run experiments/quickstart.toml\n  retrysim run exp.toml --set services.api.workers=16 --replications 10\n  retrysim run exp.toml --variant \"full jitter\" --format markdown"
     )]
     Run(RunArgs),
     /// Run the worst breakpoints (lost answers, duplicates, crashes, key
     /// reuse, expiry, Retry-After, a 503 herd) and check the invariants.
     #[command(
-        display_order = 5,
+        display_order = 60,
         after_help = "Exit status: 0 every invariant held, 1 one failed (its counterexample trace is printed), 2 bad input.\n\nExample:\n  retrysim audit experiments/crash-recovery.toml"
     )]
     Audit(audit::AuditArgs),
     /// Static pre-launch checks (docs/lint.md): findings with a fixed severity,
     /// the file, field and fix, and the worst-case amplification of every call path.
     #[command(
-        display_order = 1,
+        display_order = 20,
         after_help = "Exit status: 0 no error-level finding, 1 at least one, 2 bad input.\n\nExamples:\n  retrysim lint experiments/layered-amplification.toml\n  retrysim lint exp.toml --variant \"one layer\" --format markdown\n  retrysim lint exp.toml --set clients.web.policy.max_attempts=1 --format json"
     )]
     Lint(lint::LintArgs),
-    /// Translate a policy file to gRPC service config, an Envoy retry_policy or AWS SDK config.
+    /// Translate a policy file to gRPC, Envoy, AWS, Gateway API, Istio, Linkerd or resilience4j config.
     #[command(
-        display_order = 7,
-        after_help = "The translation goes to stdout; every field that could not be carried over is named on stderr with why.\n\nExamples:\n  retrysim export policies/grpc-default.toml --to grpc > service-config.json\n  retrysim export policies/envoy-default.toml --to envoy\n  retrysim export policies/aws-standard.toml --to aws --strict"
+        display_order = 80,
+        after_help = "The translation goes to stdout; every field that could not be carried over is named on stderr with why.\n\nExamples:\n  retrysim export policies/grpc-default.toml --to grpc > service-config.json\n  retrysim export policies/envoy-default.toml --to envoy\n  retrysim export policies/aws-standard.toml --to aws --strict\n  retrysim export policies/istio-default.toml --to istio"
     )]
     Export(export::ExportArgs),
+    /// Read a deployed retry config (gRPC, Envoy, AWS, Istio, Gateway API, Linkerd) into a policy file.
+    #[command(
+        display_order = 15,
+        after_help = "The policy goes to stdout; every setting with no policy field is named on stderr.\n\nExamples:\n  retrysim import route.yaml --from envoy > policies/today.toml\n  retrysim import service-config.json --from grpc\n  retrysim import ~/.aws/config --from aws"
+    )]
+    Import(import::ImportArgs),
     /// Run the experiment over a grid of values (--param KEY=SPEC) and find each variant's knee.
     #[command(
-        display_order = 3,
+        display_order = 40,
         mut_arg("out", |a| a.help("Output folder [default: out/<experiment-stem>/sweep/]")),
         after_help = "Examples:\n  retrysim sweep experiments/quickstart.toml \\\n      --param experiment.load_scale=0.5..1.5:11\n  retrysim sweep exp.toml --param clients.web.policy.max_attempts=1,2,3,4 \\\n      --param services.api.workers=8,16\n  retrysim sweep exp.toml --param experiment.load_scale=0.5..1.5:11 \\\n      --shard 2/4 --out out/shard2"
     )]
@@ -69,24 +76,26 @@ pub enum Command {
     /// The metastability frontier: per variant, load and trigger length, the
     /// smallest spike, brownout, slowdown or outage the design does not recover from.
     #[command(
+        display_order = 50,
         after_help = "Examples:\n  retrysim frontier experiments/frontier.toml --trigger spike\n  retrysim frontier exp.toml --trigger brownout --load 0.5..1:6 --length 5s,10s,20s\n  retrysim frontier exp.toml --trigger outage --size 0s..30s:31 --shard 1/4 --out out/f1"
     )]
     Frontier(frontier::FrontierArgs),
     /// Spontaneous collapses per hour at steady load, with a 95% interval
     /// (direct simulation, or multilevel splitting when collapses are rare).
     #[command(
+        display_order = 55,
         after_help = "Examples:\n  retrysim collapse-rate experiments/collapse-rate.toml\n  retrysim collapse-rate exp.toml --method splitting --trials 400"
     )]
     CollapseRate(collapse_rate::CollapseRateArgs),
     /// Join the output folders of a sharded sweep into the files the unsharded sweep writes.
     #[command(
-        display_order = 4,
+        display_order = 45,
         after_help = "Example:\n  retrysim merge out/shard1 out/shard2 out/shard3 out/shard4 --out out/sweep"
     )]
     Merge(sweep::MergeArgs),
     /// Redraw the charts of a finished run or sweep from its output folder.
     #[command(
-        display_order = 8,
+        display_order = 100,
         after_help = "Examples:\n  retrysim plot out/quickstart --out slides/\n  retrysim plot out/quickstart/sweep --metric success_rate --size 1920x1080 \\\n      --title \"Success versus load\" --variant \"no retries\" --variant \"backoff + full jitter\""
     )]
     Plot(plot::PlotArgs),
@@ -96,20 +105,20 @@ pub enum Command {
     /// (common random numbers) tie; among them the one with fewer lint
     /// findings, then the gentler one, wins (docs/tune.md).
     #[command(
-        display_order = 6,
+        display_order = 70,
         mut_arg("out", |a| a.help("Output folder for tune.json, pareto.png/.svg and, without --emit, tuned-policy.toml [default: out/<experiment-stem>/]")),
         after_help = "Exit status: 0 a winner was found and written, 1 no candidate met the constraints (the closest is named), 2 bad input.\n\nExamples:\n  retrysim tune experiments/tune-sdk.toml --emit policies/tuned-example.toml\n  retrysim tune experiments/tune-sdk.toml --format json   # winner, ties, front, per scenario\n  retrysim tune experiments/tune-sdk.toml --candidates 10 --replications 5"
     )]
     Tune(tune::TuneArgs),
     /// Write report.html (self-contained) and report.md for a design review from the output folder of a run, sweep or tune.
     #[command(
-        display_order = 9,
+        display_order = 110,
         after_help = "Examples:\n  retrysim report out/quickstart\n  retrysim report out/quickstart/sweep --out review/\n  retrysim report out/tune-sdk"
     )]
     Report(plot::ReportArgs),
     /// Build an experiment from OpenTelemetry traces (OTLP/JSON lines or Jaeger JSON), see docs/traces.md.
     #[command(
-        display_order = 0,
+        display_order = 10,
         name = "import-traces",
         after_help = "Every inferred value carries a comment saying what it was read from; what was dropped is said on stderr and in the file.\n\nExamples:\n  retrysim import-traces api.jsonl backend.jsonl --out exp.toml\n  retrysim import-traces traces/*.jsonl --out exp.toml --workers backend=4\n  retrysim run exp.toml --compare-traces api.jsonl backend.jsonl"
     )]
@@ -117,7 +126,7 @@ pub enum Command {
     /// Conformance vectors of a policy file for SDK authors (docs/vectors.md): cases of outcomes,
     /// clock readings and random draws with the decisions, waits and states the policy must produce.
     #[command(
-        display_order = 7,
+        display_order = 90,
         after_help = "One JSON object on stdout (schema retrysim.vectors/1). The repository keeps the vectors of every preset under sdk/vectors/ (scripts/regenerate-vectors.sh).\n\nExamples:\n  retrysim vectors policies/grpc-default.toml > grpc-default.json\n  retrysim vectors policies/tuned-example.toml --cases 50"
     )]
     Vectors(vectors::VectorsArgs),
@@ -244,6 +253,7 @@ where
         Command::Audit(args) => audit::run(&args),
         Command::Lint(args) => lint::run(&args),
         Command::Export(args) => export::run(&args),
+        Command::Import(args) => import::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Merge(args) => sweep::run_merge(&args),
         Command::Plot(args) => plot::run_plot(&args),

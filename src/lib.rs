@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod import;
 pub mod interrupt;
 pub mod metrics;
 pub mod model;

@@ -1,7 +1,7 @@
 //! retrysim's `aws_adaptive` throttle against botocore itself: botocore's
 //! own `ClientRateLimiter`, `CubicCalculator`, `RateClocker` and
-//! `TokenBucket` (pinned botocore, in a cached virtual environment that
-//! `.ci/botocore-venv.sh` makes) are driven through a scripted sequence of
+//! `TokenBucket` (botocore 1.44.8, pinned in the cached virtual environment
+//! that `.ci/venv.sh` makes) are driven through a scripted sequence of
 //! sends and throttled or successful responses on a fake clock, and every
 //! send time, measured rate, fill rate and bucket level must match what
 //! retrysim computes, within floating-point tolerance.
@@ -43,16 +43,16 @@ fn script() -> Vec<Planned> {
         .collect()
 }
 
-/// The python of the botocore environment, made by `.ci/botocore-venv.sh`.
+/// The python of the real-client environment, made by `.ci/venv.sh`.
 fn botocore_python() -> Result<String, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new("bash")
-        .arg(root.join(".ci/botocore-venv.sh"))
+        .arg(root.join(".ci/venv.sh"))
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|e| format!("cannot run .ci/botocore-venv.sh: {e}"))?;
+        .map_err(|e| format!("cannot run .ci/venv.sh: {e}"))?;
     if !out.status.success() {
-        return Err(format!(".ci/botocore-venv.sh failed ({})", out.status));
+        return Err(format!(".ci/venv.sh failed ({})", out.status));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
@@ -70,6 +70,9 @@ fn retrysim_computes_botocores_send_times_and_rates() {
             return;
         }
     };
+    let version = Command::new(&python).args(["-c", "import botocore; print(botocore.__version__)"]).output();
+    let version = String::from_utf8_lossy(&version.expect("run python").stdout).trim().to_string();
+    assert_eq!(version, "1.44.8", "the pinned botocore of .ci/venv.sh");
     // retrysim's side, which also fixes the times the script gives botocore.
     let mut limiter = AdaptiveLimiter::new(0.0);
     let (mut t, mut requests, mut ours) = (0.0f64, Vec::new(), Vec::new());
@@ -124,6 +127,10 @@ fn retrysim_computes_botocores_send_times_and_rates() {
     );
     // The script exercised what it is for: waits for tokens and CUBIC cuts.
     assert!(waited > 100 && cut > 50, "waited {waited}, cut {cut}");
+    // ... and the floor of botocore >= 1.44's bucket: the fill rate never
+    // goes below 0.5 tokens/s, and the all-throttled phase reaches it.
+    let lowest = ours.iter().map(|o| o.2).fold(f64::INFINITY, f64::min);
+    assert!((lowest - 0.5).abs() < 1e-12, "lowest fill rate {lowest}");
 }
 
 /// botocore reads `retrysim export --to aws` of the aws-adaptive preset as

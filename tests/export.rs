@@ -84,7 +84,7 @@ fn grpc_default_round_trips_to_its_a6_source() {
     assert_eq!(rp["maxBackoff"], "1s");
     assert_eq!(rp["backoffMultiplier"], 2.0);
     assert_eq!(codes(&v), ["UNAVAILABLE"]);
-    assert_eq!(v["retryThrottling"]["maxTokens"], 10.0);
+    assert_eq!(v["retryThrottling"]["maxTokens"].as_u64(), Some(10), "an unsigned integer, as grpcio requires");
     assert_eq!(v["retryThrottling"]["tokenRatio"], 0.1);
     assert_eq!(v["methodConfig"][0]["timeout"], "5s");
     // ±20% jitter is gRPC's own; only the breadth of UNAVAILABLE is lost.
@@ -197,8 +197,17 @@ fn grpc_immediate_and_constant_backoff() {
     let p = inline("max_attempts = 2\ndeadline = \"1s\"\n");
     let (x, v) = grpc(&p);
     let rp = &v["methodConfig"][0]["retryPolicy"];
-    assert_eq!((rp["initialBackoff"].as_str(), rp["maxBackoff"].as_str()), (Some("0.001s"), Some("0.001s")));
+    // 5 ms, not 1 ms: grpcio stalls retries scheduled 1 ms ahead.
+    assert_eq!((rp["initialBackoff"].as_str(), rp["maxBackoff"].as_str()), (Some("0.005s"), Some("0.005s")));
     assert!(why(&x, "backoff.kind")[0].starts_with("none"));
+    assert!(why(&x, "backoff.kind")[0].contains("grpcio"));
+    let p = inline(
+        "max_attempts = 2
+deadline = \"1s\"\n[backoff]\nkind = \"exponential\"\nbase = \"1ms\"\ncap = \"1s\"\n",
+    );
+    let (x, v) = grpc(&p);
+    assert_eq!(v["methodConfig"][0]["retryPolicy"]["initialBackoff"], "0.005s");
+    assert!(why(&x, "backoff.base")[0].contains("grpcio"), "{:?}", x.losses);
     let p = inline(
         "max_attempts = 2\ndeadline = \"1s\"\n[backoff]\nkind = \"constant\"\nbase = \"200ms\"\njitter = \"proportional\"\n",
     );
@@ -257,7 +266,10 @@ fn check_envoy_common(p: &Policy, docs: &[serde_yaml_ng::Value], text: &str) {
     let per_try = p.per_try_timeout != NEVER && p.per_try_timeout < p.deadline;
     assert_eq!(on.contains(&"reset"), p.retry_on.reset || (p.retry_on.timeout && per_try));
     if p.deadline != NEVER {
-        assert!(text.contains(&format!("# timeout: \"{}\"", proto_duration(p.deadline))), "route timeout as a comment");
+        assert_eq!(y_str(&docs[0], &["timeout"]), proto_duration(p.deadline), "the route timeout beside retry_policy");
+        assert!(text.contains(&format!("timeout: \"{}\"", proto_duration(p.deadline))));
+    } else {
+        assert!(docs[0].get("timeout").is_none());
     }
 }
 
@@ -278,8 +290,8 @@ fn envoy_default_round_trips_to_its_source() {
     assert_eq!(y_str(t, &["priority"]), "DEFAULT");
     assert_eq!(t["retry_budget"]["budget_percent"]["value"].as_f64(), Some(0.0));
     assert_eq!(t["retry_budget"]["min_retry_concurrency"].as_u64(), Some(3));
-    assert!(x.text.contains("# timeout: \"15s\""));
-    assert_eq!(lost(&x), ["deadline"], "only the route timeout lives outside retry_policy");
+    assert_eq!(y_str(&docs[0], &["timeout"]), "15s");
+    assert!(lost(&x).is_empty(), "{:?}", x.losses);
 }
 
 #[test]
@@ -293,7 +305,7 @@ fn aws_standard_to_envoy() {
     assert_eq!(rp["num_retries"], 2);
     assert_eq!(y_str(rp, &["per_try_timeout"]), "1s");
     assert_eq!(y_str(rp, &["retry_back_off", "max_interval"]), "20s");
-    assert_eq!(lost(&x), ["deadline", "backoff.multiplier", "budget.kind"]);
+    assert_eq!(lost(&x), ["backoff.multiplier", "budget.kind"]);
     let mut q = p.clone();
     q.retry_on.statuses.clear();
     q.respect_retry_after = false;
@@ -322,7 +334,7 @@ fn grpc_default_to_envoy() {
     assert_eq!(y_str(&rl["reset_headers"][0], &["name"]), "Retry-After");
     assert_eq!(y_str(&rl["reset_headers"][0], &["format"]), "SECONDS");
     assert_eq!(y_str(rl, &["max_interval"]), "5s", "max_retry_after unset = the deadline");
-    assert_eq!(lost(&x), ["deadline", "backoff.multiplier", "backoff.jitter", "respect_retry_after", "budget.kind"]);
+    assert_eq!(lost(&x), ["backoff.multiplier", "backoff.jitter", "respect_retry_after", "budget.kind"]);
 }
 
 #[test]
@@ -337,7 +349,7 @@ fn exponential_full_jitter_to_envoy() {
     assert_eq!(y_str(&rp["rate_limited_retry_back_off"], &["max_interval"]), "10s");
     assert_eq!(
         lost(&x),
-        ["retry_on", "deadline", "backoff.multiplier", "respect_retry_after", "retry_unknown_without_key", "budget"]
+        ["retry_on", "backoff.multiplier", "respect_retry_after", "retry_unknown_without_key", "budget"]
     );
     assert!(why(&x, "retry_on")[0].contains("retries connection resets too"));
 }
@@ -432,13 +444,24 @@ fn aws_standard_round_trips_to_its_source() {
 }
 
 #[test]
-fn aws_standard_2026_needs_the_opt_in() {
+fn aws_standard_2026_is_botocore_1_44() {
     let p = preset("aws-standard-2026");
     let (x, keys) = aws(&p);
     assert_eq!(keys["retry_mode"], "standard");
-    assert!(x.text.contains("AWS_NEW_RETRIES_2026=true"));
-    assert_eq!(lost(&x), ["respect_retry_after", "per_try_timeout", "deadline"]);
-    assert!(why(&x, "respect_retry_after")[0].contains("clamp"));
+    // From botocore 1.44.0 the 2026 behaviour is always on: no opt-in, and
+    // the export names the versions that behave so.
+    assert!(!x.text.contains("AWS_NEW_RETRIES_2026"));
+    assert!(x.text.contains("botocore >= 1.44.0 (checked with botocore 1.44.8"), "{}", x.text);
+    assert!(x.notes.iter().any(|n| n.contains("botocore >= 1.44.0")));
+    // throttling_base 1s and retry_after_clamp 5s are what those SDKs do.
+    assert_eq!(lost(&x), ["per_try_timeout", "deadline"]);
+    let mut q = p.clone();
+    q.retry_after_clamp = None;
+    q.backoff.throttling_base = None;
+    let x = export(&q, Target::Aws);
+    assert!(lost(&x).contains(&"respect_retry_after") && lost(&x).contains(&"backoff"), "{:?}", x.losses);
+    let (x, _) = aws(&preset("aws-standard"));
+    assert!(x.text.contains("botocore < 1.44"), "{}", x.text);
 }
 
 #[test]
@@ -508,6 +531,31 @@ fn the_command_prints_the_translation_on_stdout_and_the_losses_on_stderr() {
     let (code, _, stderr) = cli(&["/nonexistent/policy.toml", "--to", "envoy"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("/nonexistent/policy.toml"));
-    let (code, _, _) = cli(&[path, "--to", "linkerd"]);
+    let (code, _, _) = cli(&[path, "--to", "kong"]);
     assert_eq!(code, 2);
+    for t in ["gateway-api", "istio", "linkerd", "resilience4j"] {
+        let (code, stdout, stderr) = cli(&[path, "--to", t]);
+        assert_eq!(code, 0, "{t}: {stderr}");
+        assert!(stdout.contains("exported by retrysim"), "{t}: {stdout}");
+        assert!(stderr.contains("not carried over"), "{t}: {stderr}");
+    }
+}
+
+/// A fractional max_tokens cannot be a gRPC maxTokens (an unsigned
+/// integer): the export rounds it and `--strict` fails on the rounding.
+#[test]
+fn a_fractional_max_tokens_is_rounded_and_reported() {
+    let p = inline(
+        "max_attempts = 3\ndeadline = \"2s\"\nretry_on = [\"connect_error\", \"reset\", \"502\", \"503\"]\n[backoff]\nkind = \"exponential\"\nbase = \"20ms\"\ncap = \"200ms\"\njitter = \"proportional\"\n[budget]\nkind = \"token_bucket\"\nmax_tokens = 7.5\ntoken_ratio = 0.25\n",
+    );
+    let (x, v) = grpc(&p);
+    assert_eq!(v["retryThrottling"]["maxTokens"].as_u64(), Some(8));
+    assert_eq!(lost(&x), ["retry_unknown_without_key", "budget.max_tokens"]);
+    assert!(why(&x, "budget.max_tokens")[0].contains("integer"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tuned.toml");
+    std::fs::write(&path, retrysim::policy::file::to_toml(&p)).unwrap();
+    let (code, _, stderr) = cli(&[path.to_str().unwrap(), "--to", "grpc", "--strict"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("budget.max_tokens: 7.5"), "{stderr}");
 }

@@ -29,6 +29,7 @@ const PRESETS: &[&str] = &[
     "grpc-default",
     "grpc-hedging",
     "immediate-retries",
+    "istio-default",
     "no-retries",
     "sre-book",
     "sre-throttle",
@@ -265,6 +266,9 @@ fn aws_standard_2026_has_the_updated_costs_and_base_delay() {
     assert_eq!(p.backoff.jitter, Jitter::Full);
     assert_eq!(p.retry_on, old.retry_on);
     assert!(p.respect_retry_after, "x-amz-retry-after");
+    // botocore 1.44.8 retries/standard.py: throttling_base_scale 1, _RETRY_AFTER_MAX_ADDITIONAL 5.
+    assert_eq!(p.backoff.throttling_base, Some(S), "1s base after throttling");
+    assert_eq!(p.retry_after_clamp, Some(5 * S), "x-amz-retry-after clamped to backoff + 5s");
     assert_eq!(
         budget(&p),
         BudgetSpec {
@@ -278,6 +282,17 @@ fn aws_standard_2026_has_the_updated_costs_and_base_delay() {
             scope: BudgetScope::Client,
         }
     );
+}
+
+#[test]
+fn istio_default_is_two_retries_on_envoys_backoff() {
+    let p = preset("istio-default");
+    assert_eq!(p.max_attempts, 3, "attempts = 2 retries");
+    assert_eq!(p.retry_on, retry_on(&["connect_error", "reset", "503"]), "connect-failure, refused-stream, 503");
+    assert_eq!((p.backoff.base, p.backoff.cap, p.backoff.jitter), (25 * MS, 250 * MS, Jitter::Full));
+    assert_eq!(p.per_try_timeout, NEVER, "no per-try timeout");
+    assert!(p.budget.is_none(), "Istio sets max_retries to 2^32 - 1");
+    assert!(!p.respect_retry_after);
 }
 
 #[test]
@@ -393,14 +408,8 @@ fn aws_adaptive_is_standard_2026_with_the_cubic_rate_limiter() {
     assert_eq!(p.backoff.throttling_base, Some(S), "botocore throttling_base_scale 1");
     assert_eq!(p.retry_after_clamp, Some(5 * S), "_RETRY_AFTER_MAX_ADDITIONAL = 5");
     let standard = preset("aws-standard-2026");
-    let stripped = Policy {
-        name: standard.name.clone(),
-        throttle: None,
-        retry_after_clamp: None,
-        backoff: retrysim::policy::Backoff { throttling_base: None, ..p.backoff },
-        ..p
-    };
-    assert_eq!(stripped, standard, "everything else is aws-standard-2026");
+    let stripped = Policy { name: standard.name.clone(), throttle: None, ..p };
+    assert_eq!(stripped, standard, "everything else is aws-standard-2026 (botocore 1.44.8 standard mode)");
 }
 
 #[test]

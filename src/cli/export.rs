@@ -1,5 +1,6 @@
 //! `retrysim export`: a policy file as gRPC service-config JSON, an Envoy
-//! `retry_policy` YAML fragment or AWS SDK shared-config keys on stdout;
+//! `retry_policy` YAML fragment, AWS SDK shared-config keys, Gateway API,
+//! Istio or Linkerd resources or resilience4j Spring Boot YAML on stdout;
 //! every field that could not be carried over on stderr, with why.
 
 use super::{EXIT_CHECK_FAILED, EXIT_OK};
@@ -17,6 +18,14 @@ pub enum ExportTarget {
     Envoy,
     /// AWS SDK shared config keys (retry_mode, max_attempts).
     Aws,
+    /// Kubernetes Gateway API HTTPRoute retry and timeouts (+ XBackendTrafficPolicy retryConstraint).
+    GatewayApi,
+    /// Istio VirtualService retries (+ DestinationRule).
+    Istio,
+    /// Linkerd retry annotations (+ ServiceProfile retryBudget).
+    Linkerd,
+    /// Spring Boot resilience4j retry + circuitbreaker YAML.
+    Resilience4j,
 }
 
 impl From<ExportTarget> for Target {
@@ -25,6 +34,10 @@ impl From<ExportTarget> for Target {
             ExportTarget::Grpc => Target::Grpc,
             ExportTarget::Envoy => Target::Envoy,
             ExportTarget::Aws => Target::Aws,
+            ExportTarget::GatewayApi => Target::GatewayApi,
+            ExportTarget::Istio => Target::Istio,
+            ExportTarget::Linkerd => Target::Linkerd,
+            ExportTarget::Resilience4j => Target::Resilience4j,
         }
     }
 }

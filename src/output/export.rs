@@ -1,7 +1,10 @@
 //! `retrysim export`: a policy file translated to the retry settings of
 //! gRPC (service-config JSON, gRFC A6), Envoy (a route `retry_policy` YAML
 //! fragment, plus a cluster `circuit_breakers` fragment for a concurrency
-//! budget) and the AWS SDKs (shared-config keys).
+//! budget), the AWS SDKs (shared-config keys), the Kubernetes Gateway API
+//! (HTTPRoute `retry`, XBackendTrafficPolicy `retryConstraint`), Istio
+//! (VirtualService `retries`, DestinationRule), Linkerd (retry annotations,
+//! ServiceProfile `retryBudget`) and resilience4j (Spring Boot YAML).
 //!
 //! Each translation is a pure function of a validated [`Policy`] that
 //! returns the text and every field that could not be carried over, with
@@ -15,12 +18,20 @@ use crate::policy::{BackoffKind, Jitter, Outcome, Policy};
 
 mod aws;
 mod envoy;
+mod gateway_api;
 mod grpc;
 mod hedging;
+mod istio;
+mod linkerd;
+mod resilience4j;
 
-pub use aws::to_aws;
+pub use aws::{AWS_2026_VERSIONS, AWS_LEGACY_VERSIONS, to_aws};
 pub use envoy::to_envoy;
-pub use grpc::{grpc_code, to_grpc};
+pub use gateway_api::to_gateway_api;
+pub use grpc::{GRPC_MIN_BACKOFF, grpc_code, to_grpc};
+pub use istio::to_istio;
+pub use linkerd::to_linkerd;
+pub use resilience4j::to_resilience4j;
 
 /// Where a policy is exported to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +42,15 @@ pub enum Target {
     Envoy,
     /// AWS SDK shared config keys (`retry_mode`, `max_attempts`).
     Aws,
+    /// A Kubernetes Gateway API HTTPRoute `retry` (GEP-1731) and an
+    /// XBackendTrafficPolicy `retryConstraint` (GEP-3388).
+    GatewayApi,
+    /// An Istio VirtualService `retries` and a DestinationRule.
+    Istio,
+    /// Linkerd retry annotations and a ServiceProfile `retryBudget`.
+    Linkerd,
+    /// Spring Boot `resilience4j.retry` + `resilience4j.circuitbreaker` YAML.
+    Resilience4j,
 }
 
 impl Target {
@@ -40,6 +60,10 @@ impl Target {
             Target::Grpc => "grpc",
             Target::Envoy => "envoy",
             Target::Aws => "aws",
+            Target::GatewayApi => "gateway-api",
+            Target::Istio => "istio",
+            Target::Linkerd => "linkerd",
+            Target::Resilience4j => "resilience4j",
         }
     }
 }
@@ -80,6 +104,75 @@ pub fn export(policy: &Policy, target: Target) -> Exported {
         Target::Grpc => to_grpc(policy),
         Target::Envoy => to_envoy(policy),
         Target::Aws => to_aws(policy),
+        Target::GatewayApi => to_gateway_api(policy),
+        Target::Istio => to_istio(policy),
+        Target::Linkerd => to_linkerd(policy),
+        Target::Resilience4j => to_resilience4j(policy),
+    }
+}
+
+/// A duration in the Gateway API `Duration` form (GEP-2257, also a Go
+/// duration): whole milliseconds as `h`, `m`, `s` and `ms` parts, e.g.
+/// `"1s500ms"`, `"2m"`; 0 is `"0s"`. Sub-millisecond parts are rounded up.
+pub fn gep_duration(ns: Nanos) -> String {
+    let mut ms = ns.div_ceil(1_000_000);
+    if ms == 0 {
+        return "0s".into();
+    }
+    let mut out = String::new();
+    for (unit, size) in [("h", 3_600_000), ("m", 60_000), ("s", 1_000), ("ms", 1)] {
+        if ms >= size {
+            out.push_str(&format!("{}{unit}", ms / size));
+            ms %= size;
+        }
+    }
+    out
+}
+
+/// A Kubernetes object name (RFC 1123 label) made from a policy name:
+/// lower case letters, digits and `-`, at most 63 characters.
+pub fn k8s_name(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out: String = out.trim_matches('-').chars().take(63).collect();
+    let out = out.trim_end_matches('-').to_string();
+    if out.is_empty() { "retrysim-policy".into() } else { out }
+}
+
+/// Losses for the fields that the mesh and gateway targets (Gateway API,
+/// Istio, Linkerd) have no key for.
+fn lose_mesh_common(p: &Policy, x: &mut Exported, target: &str) {
+    let retries = p.max_attempts > 1;
+    if p.min_attempt_time > 0 && retries {
+        x.lose(
+            "min_attempt_time",
+            format!(
+                "{}: {target} starts a retry whenever the request timeout has time left",
+                human(p.min_attempt_time)
+            ),
+        );
+    }
+    if let Some(m) = p.max_retry_after.filter(|_| retries) {
+        x.lose("max_retry_after", format!("{}: {target} has no such limit", human(m)));
+    }
+    if let Some(b) = p.backoff.throttling_base.filter(|_| retries) {
+        x.lose("backoff.throttling_base", format!("{}: {target} has one backoff for every answer", human(b)));
+    }
+    if let Some(c) = p.retry_after_clamp.filter(|_| retries) {
+        x.lose("retry_after_clamp", format!("{}: {target} has no Retry-After clamp", human(c)));
+    }
+    if p.hedging.is_some() {
+        x.lose("hedging", format!("{target} has no hedged requests"));
+    }
+    if p.throttle.is_some() {
+        x.lose("throttle", format!("{target} has no adaptive client-side throttle"));
     }
 }
 

@@ -51,20 +51,10 @@ pub fn to_envoy(p: &Policy) -> Exported {
     y.push_str(&format!("# Envoy retry policy exported by retrysim from policy {:?}.\n", p.name));
     y.push_str("# Goes in a route's `route:` (RouteAction), next to `cluster:`.\n");
     if p.deadline != NEVER {
-        y.push_str(&format!(
-            "# The deadline is the route timeout, outside retry_policy; add next to it:\n# timeout: \"{}\"\n",
-            proto_duration(p.deadline)
-        ));
-        x.lose(
-            "deadline",
-            format!(
-                "{}: not part of retry_policy; set the route's timeout (RouteAction.timeout, which includes all retries) to \"{}\", shown as a comment",
-                human(p.deadline),
-                proto_duration(p.deadline)
-            ),
-        );
+        // The deadline is the route timeout (RouteAction.timeout, which includes all retries).
+        y.push_str(&format!("timeout: \"{}\"\n", proto_duration(p.deadline)));
     } else {
-        y.push_str("# No deadline: Envoy's route timeout defaults to 15s; add `timeout: \"0s\"` next to retry_policy to disable it.\n");
+        y.push_str("# No deadline: Envoy's route timeout defaults to 15s; `timeout: \"0s\"` disables it.\n");
         x.lose(
             "deadline",
             "none: Envoy's route timeout defaults to 15s and includes all retries; set timeout: \"0s\" on the route to disable it",

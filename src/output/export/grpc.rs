@@ -61,12 +61,18 @@ struct GrpcRetryPolicy {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RetryThrottling {
-    max_tokens: f64,
+    max_tokens: u32,
     token_ratio: f64,
 }
 
 /// gRPC clients clamp `maxAttempts` to this (gRFC A6).
 const GRPC_MAX_ATTEMPTS: u32 = 5;
+
+/// The smallest backoff exported to gRPC. gRPC accepts any `initialBackoff`
+/// above 0, but Python grpcio (grpc-core) stalls retries scheduled 1 ms
+/// ahead until the call's deadline (39 of 40 calls in the real-client
+/// suite, grpcio 1.85.3); 5 ms works in every implementation.
+pub const GRPC_MIN_BACKOFF: Nanos = 5_000_000;
 
 /// The policy as a gRPC service config (gRFC A6).
 pub fn to_grpc(p: &Policy) -> Exported {
@@ -117,9 +123,12 @@ pub fn to_grpc(p: &Policy) -> Exported {
             BackoffKind::None => {
                 x.lose(
                     "backoff.kind",
-                    "none (immediate retries): gRPC requires initialBackoff > 0; exported the smallest wait, 1ms",
+                    format!(
+                        "none (immediate retries): gRPC requires initialBackoff > 0; exported {}, the smallest wait that works in every gRPC client (grpcio stalls 1ms retries until the deadline)",
+                        human(GRPC_MIN_BACKOFF)
+                    ),
                 );
-                (1_000_000, 1_000_000, 1.0)
+                (GRPC_MIN_BACKOFF, GRPC_MIN_BACKOFF, 1.0)
             }
             BackoffKind::Constant => {
                 x.lose(
@@ -149,10 +158,21 @@ pub fn to_grpc(p: &Policy) -> Exported {
                 ),
             ),
         }
+        if b.kind != BackoffKind::None && initial < GRPC_MIN_BACKOFF {
+            x.lose(
+                "backoff.base",
+                format!(
+                    "{}: exported initialBackoff {}, the smallest that works in every gRPC client: grpcio (grpc-core) stalls retries scheduled 1ms ahead until the call's deadline",
+                    human(initial),
+                    human(GRPC_MIN_BACKOFF)
+                ),
+            );
+        }
+        let initial = initial.max(GRPC_MIN_BACKOFF);
         policy = Some(GrpcRetryPolicy {
             max_attempts,
-            initial_backoff: proto_duration(initial.max(1_000_000)),
-            max_backoff: proto_duration(max.max(initial).max(1_000_000)),
+            initial_backoff: proto_duration(initial),
+            max_backoff: proto_duration(max.max(initial)),
             backoff_multiplier: multiplier,
             retryable_status_codes: codes.clone(),
         });
@@ -253,15 +273,17 @@ pub fn to_grpc(p: &Policy) -> Exported {
         Some(b) => {
             match b.kind {
                 BudgetKind::TokenBucket { max_tokens, token_ratio } => {
-                    let mut mt = max_tokens;
-                    if !(mt > 0.0 && mt <= 1000.0) {
-                        let clamped = mt.clamp(1.0, 1000.0);
+                    // maxTokens is an unsigned integer in (0, 1000] (gRFC A6).
+                    let mt = max_tokens.round().clamp(1.0, 1000.0);
+                    if mt != max_tokens {
                         x.lose(
                             "budget.max_tokens",
-                            format!("{mt}: gRPC accepts maxTokens in (0, 1000]; exported {clamped}"),
+                            format!(
+                                "{max_tokens}: gRPC's maxTokens is an integer in (0, 1000] (gRFC A6); exported {mt}"
+                            ),
                         );
-                        mt = clamped;
                     }
+                    let mt = mt as u32;
                     let mut tr = (token_ratio * 1000.0).round() / 1000.0;
                     if (tr - token_ratio).abs() > 1e-12 || tr <= 0.0 {
                         tr = tr.max(0.001);
