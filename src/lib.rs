@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod policy;
+pub mod progress;
 pub mod traces;
 
 pub use error::InputError;

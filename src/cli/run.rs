@@ -25,12 +25,23 @@ pub fn progress_bar(total: u64, quiet: bool) -> indicatif::ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
+    crate::progress::reset();
     let bar = indicatif::ProgressBar::new(total);
     if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left")
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} elapsed, ~{left} left")
     {
-        bar.set_style(style);
+        // Time left from simulated time covered per wall second across the
+        // runs in progress (crate::progress), not from runs finished.
+        bar.set_style(style.with_key("left", |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let text = match crate::progress::time_left(state.len().unwrap_or(0), state.elapsed()) {
+                Some(d) => format!("{:#}", indicatif::HumanDuration(d)),
+                None => "?".to_string(),
+            };
+            let _ = w.write_str(&text);
+        }));
     }
+    // Redraw between runs so the estimate follows the runs in progress.
+    bar.enable_steady_tick(std::time::Duration::from_millis(500));
     bar
 }
 

@@ -451,6 +451,8 @@ pub struct World<'s> {
     slowdowns: bool,
     /// Whether any fault is a brownout (else every host has all its workers).
     brownouts: bool,
+    /// Simulated time of the arrival window already reported to [`crate::progress`].
+    progress_reported: Nanos,
 }
 
 /// Runs replication `replication` of `scenario` to its end.
@@ -470,6 +472,7 @@ pub fn simulate_with(scenario: &Scenario, replication: u32, options: RunOptions)
 impl<'s> World<'s> {
     /// A world at time 0 with the first arrivals scheduled.
     pub fn new(s: &'s Scenario, replication: u32, options: RunOptions) -> Self {
+        crate::progress::run_started(s.duration);
         let rng = KeyedRandom::for_replication(s.seed, replication as u64);
         let clients = s
             .clients
@@ -609,6 +612,7 @@ impl<'s> World<'s> {
             options,
             slowdowns: s.faults.iter().any(|f| matches!(f.kind, FaultKind::Slowdown { .. })),
             brownouts: s.faults.iter().any(|f| matches!(f.kind, FaultKind::Brownout { .. })),
+            progress_reported: 0,
         };
         for c in 0..s.clients.len() {
             w.schedule_first_arrivals(c);
@@ -654,8 +658,11 @@ impl<'s> World<'s> {
         let duration = self.s.duration;
         loop {
             // Ctrl-C: stop early; the caller reports the run as interrupted.
-            if self.q.events_processed().is_multiple_of(INTERRUPT_POLL) && crate::interrupt::requested() {
-                return false;
+            if self.q.events_processed().is_multiple_of(INTERRUPT_POLL) {
+                if crate::interrupt::requested() {
+                    return false;
+                }
+                self.report_progress(self.q.now());
             }
             // Past the arrival window with every intent settled, what is left
             // are stale timeouts: the run is over.
@@ -687,8 +694,19 @@ impl<'s> World<'s> {
         }
     }
 
+    /// Tells [`crate::progress`] how much of the arrival window is behind
+    /// the run at `now`.
+    fn report_progress(&mut self, now: Nanos) {
+        let now = now.min(self.s.duration);
+        if now > self.progress_reported {
+            crate::progress::advanced(now - self.progress_reported);
+            self.progress_reported = now;
+        }
+    }
+
     /// Ends the run where it is and computes its result.
     pub fn into_result(mut self) -> RunResult {
+        self.report_progress(self.s.duration);
         let end = self.q.now().max(self.s.duration);
         if self.requests.is_empty() {
             // Every request has left: no host may still count one.

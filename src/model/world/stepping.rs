@@ -75,6 +75,7 @@ impl<'s> World<'s> {
             options: c.options,
             slowdowns: c.slowdowns,
             brownouts: c.brownouts,
+            progress_reported: c.progress_reported,
         };
         for (state, spec) in w.clients.iter_mut().zip(&s.clients) {
             let had_own =
