@@ -177,6 +177,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         output::files::check_chart_folder(&out, &exp.inputs)?;
     }
     let bar = progress_bar(runs, args.exp.quiet);
+    if args.precision.is_none() {
+        crate::progress::expect(super::sweep::expected_work(&exp.variants));
+    }
     let (set, precision) = match args.precision {
         None => (run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?, None),
         Some(p) => {

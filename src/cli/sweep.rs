@@ -181,6 +181,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     }
     let runs: u64 = scenarios.iter().map(|s| s.replications as u64).sum();
     let bar = super::run::progress_bar(runs, args.exp.quiet);
+    crate::progress::expect(expected_work(&scenarios));
     let started = std::time::Instant::now();
     let set = run_all_with(&scenarios, None, args.sim.jobs.unwrap_or(0), options, &|| bar.inc(1))?;
     bar.finish_and_clear();
@@ -303,4 +304,9 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         eprintln!("merged {} shards ({} points) into {}", args.dirs.len(), merged.points.len(), args.out.display());
     }
     Ok(EXIT_OK)
+}
+
+/// The work of every run of `scenarios`, for the progress bar's time left.
+pub(crate) fn expected_work(scenarios: &[crate::config::Scenario]) -> u64 {
+    scenarios.iter().map(|s| crate::model::progress_units(s, s.duration).saturating_mul(s.replications as u64)).sum()
 }

@@ -431,6 +431,24 @@ impl RunOptions {
     }
 }
 
+/// The work of a run's first `t` of simulated time, for the progress bar:
+/// the intents its clients offer by then (open-loop rates as at the start,
+/// a closed-loop or burst instance as ten intents a second), in thousandths.
+/// Higher loads cost more per simulated second, so a sweep's estimate
+/// weighs its runs by this rather than by their length alone.
+pub fn progress_units(s: &Scenario, t: Nanos) -> u64 {
+    let per_s: f64 = s
+        .clients
+        .iter()
+        .map(|c| match &c.mode {
+            crate::config::ClientMode::Open(rates) => rates.rate_at(0).0,
+            _ => 10.0 * c.count as f64,
+        })
+        .sum();
+    let per_s = if per_s.is_finite() { per_s.max(1.0) } else { 1.0 };
+    (t as f64 / 1e9 * per_s * 1000.0) as u64
+}
+
 /// The state of one run.
 #[derive(Clone)]
 pub struct World<'s> {
@@ -472,7 +490,7 @@ pub fn simulate_with(scenario: &Scenario, replication: u32, options: RunOptions)
 impl<'s> World<'s> {
     /// A world at time 0 with the first arrivals scheduled.
     pub fn new(s: &'s Scenario, replication: u32, options: RunOptions) -> Self {
-        crate::progress::run_started(s.duration);
+        crate::progress::run_started(progress_units(s, s.duration));
         let rng = KeyedRandom::for_replication(s.seed, replication as u64);
         let clients = s
             .clients
@@ -699,7 +717,8 @@ impl<'s> World<'s> {
     fn report_progress(&mut self, now: Nanos) {
         let now = now.min(self.s.duration);
         if now > self.progress_reported {
-            crate::progress::advanced(now - self.progress_reported);
+            let done = progress_units(self.s, now) - progress_units(self.s, self.progress_reported);
+            crate::progress::advanced(done);
             self.progress_reported = now;
         }
     }
