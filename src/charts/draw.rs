@@ -455,13 +455,31 @@ pub fn grid_shape(n: usize) -> (usize, usize) {
     (n.div_ceil(cols).max(1), cols)
 }
 
+/// The one legend of small multiples: a series is "(same as X)" only when
+/// it lies on X in every panel (each panel still draws a line that lies on
+/// another there dashed, so both show).
+pub fn grid_legend(g: &GridChart, y_span: f64) -> Vec<(String, Swatch)> {
+    let Some(first) = g.panels.first() else { return Vec::new() };
+    let aligned = g.panels.iter().all(|p| p.lines.len() == first.lines.len());
+    if !aligned {
+        return legend(first, y_span);
+    }
+    // Each series' points over all panels, one after another: two series
+    // coincide there exactly when they coincide in every panel.
+    let mut joined = first.clone();
+    for (j, line) in joined.lines.iter_mut().enumerate() {
+        line.points = g.panels.iter().flat_map(|p| p.lines[j].points.iter().copied()).collect();
+    }
+    legend(&joined, y_span)
+}
+
 fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, g: &GridChart, size: (u32, u32)) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     let Some(first) = g.panels.first() else { return Ok(()) };
     // One y range for all panels, so they compare at a glance.
     let all = LineChart { lines: g.panels.iter().flat_map(|p| p.lines.clone()).collect(), ..first.clone() };
     let (xr, yr) = ranges(&all);
-    let entries = legend(first, yr.1 - yr.0);
+    let entries = grid_legend(g, yr.1 - yr.0);
     let texts: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
     let l = layout::layout(size, &texts, &[], xr);
     draw_title(root, &g.title, l.title)?;
@@ -582,6 +600,21 @@ mod tests {
         assert!((actual.y0 - l.plot.y0).abs() <= 3 && (actual.y1 - l.plot.y1).abs() <= 3, "{actual:?} vs {:?}", l.plot);
         assert!(!l.legend.intersects(&actual));
         assert!(l.labels.iter().all(|p| !p.rect.intersects(&actual)));
+    }
+
+    #[test]
+    fn small_multiples_name_a_coincidence_only_when_it_holds_in_every_panel() {
+        let panel = |b: &[f64], c: &[f64]| LineChart {
+            lines: vec![line("a", 0, &[0.0, 1.0]), line("b", 1, b), line("c", 2, c)],
+            ..LineChart::default()
+        };
+        // b lies on a in the first panel only; c lies on a in both.
+        let g = GridChart {
+            title: String::new(),
+            panels: vec![panel(&[0.0, 1.0], &[0.0, 1.0]), panel(&[3.0, 4.0], &[0.0, 1.0])],
+        };
+        let texts: Vec<String> = grid_legend(&g, 4.0).into_iter().map(|e| e.0).collect();
+        assert_eq!(texts, ["a", "b", "c (same as a)"]);
     }
 
     #[test]
