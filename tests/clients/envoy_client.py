@@ -197,7 +197,17 @@ def run(suite, envoy):
                     p.wait()
                     Upstream.delay = 0.0
 
-            suite.case("envoy", "envoy 1.40.0", f"{label}: per-try timeout", per_try)
+            def per_try_twice(per_try=per_try):
+                # Timing against a live proxy on a loaded 2-core machine: one
+                # fresh Envoy and a second measurement before a verdict (a
+                # wrong behaviour fails both; a starved first try does not).
+                try:
+                    return per_try()
+                except AssertionError as first:
+                    print(f"   envoy per-try timeout: first measurement failed ({first}); measuring once more", flush=True)
+                    return per_try()
+
+            suite.case("envoy", "envoy 1.40.0", f"{label}: per-try timeout", per_try_twice)
 
             def admission(docs=docs, rp=rp):
                 ac = [d for d in docs if d.get("name") == "envoy.filters.http.admission_control"]
