@@ -1,12 +1,16 @@
 //! The policy runtime over real sockets: a scripted HTTP server on
 //! 127.0.0.1 answers 503, then 503 with `Retry-After: 1`, then nothing
-//! within the per-try timeout, then 200; `retrysim_policy::retry` calls it
-//! under a policy file, and the simulator runs the same script (as faults
+//! within the per-try timeout, then 200 (`http_script.rs` of the runtime
+//! crate's tests); `retrysim_policy::retry` calls it under a policy file
+//! with the GET of `examples/http_get.rs`, and the simulator runs the same script (as faults
 //! in time windows that the attempts fall into) with `--trace`. Attempts,
 //! outcomes and decisions must be the same, and each measured wait must be
 //! the simulated one within timer tolerance (never shorter, at most 150 ms
 //! longer on a loaded machine).
 
+#[allow(dead_code)]
+#[path = "../crates/retrysim-policy/examples/http_get.rs"]
+mod http_get;
 #[path = "../crates/retrysim-policy/tests/support/http_script.rs"]
 mod http_script;
 #[path = "../crates/retrysim-policy/tests/support/served.rs"]
@@ -15,9 +19,7 @@ mod served;
 mod simulator_trace;
 
 use http_script::{Answer, Script};
-use retrysim_policy::{Failure, Outcome, Policy, RetryError, Shared, SplitMix, retry_with};
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use retrysim_policy::{Policy, RetryError, Shared, SplitMix, retry_with};
 use std::time::{Duration, Instant};
 
 const POLICY: &str = r#"name = "e2e"
@@ -96,38 +98,6 @@ fn server() -> Script {
     ])
 }
 
-/// One GET with a read timeout: the outcome and the Retry-After header.
-fn get(port: u16, timeout: Option<Duration>) -> Result<String, Failure<String>> {
-    let mut s =
-        TcpStream::connect(("127.0.0.1", port)).map_err(|e| Failure::new(Outcome::ConnectError, e.to_string()))?;
-    s.set_read_timeout(timeout).unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
-    let mut text = String::new();
-    if let Err(e) = s.read_to_string(&mut text) {
-        let kind = e.kind();
-        let outcome = if matches!(kind, std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
-            Outcome::Timeout
-        } else {
-            Outcome::Reset
-        };
-        return Err(Failure::new(outcome, e.to_string()));
-    }
-    let status: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    if status == 200 {
-        return Ok(text);
-    }
-    let retry_after = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Retry-After: "))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
-    let f = Failure::new(Outcome::Status(status), text.clone());
-    Err(match retry_after {
-        Some(ra) => f.retry_after(ra),
-        None => f,
-    })
-}
-
 #[test]
 fn the_retry_helper_over_sockets_does_what_the_simulator_traced() {
     let dir = tempfile::tempdir().unwrap();
@@ -141,13 +111,13 @@ fn the_retry_helper_over_sockets_does_what_the_simulator_traced() {
 
     // The runtime crate's helper against the real server.
     let script = server();
-    let port = script.port;
+    let addr = format!("127.0.0.1:{}", script.port);
     let mut outcomes = Vec::new();
     let mut spans: Vec<(Instant, Instant)> = Vec::new();
     let shared = Shared::new(&policy);
     let result = retry_with(&policy, &shared, SplitMix::new(1), |attempt| {
         let start = Instant::now();
-        let r = get(port, attempt.timeout);
+        let r = http_get::get(&addr, attempt.timeout);
         spans.push((start, Instant::now()));
         outcomes.push(match &r {
             Ok(_) => "ok".to_string(),
