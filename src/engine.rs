@@ -6,6 +6,7 @@
 
 mod binheap;
 pub mod clock;
+mod lane;
 pub mod queue;
 mod radix;
 pub mod random;
