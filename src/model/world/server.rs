@@ -223,10 +223,11 @@ impl World<'_> {
     /// be lost (`response_loss`) or turned into a reset (`reset`).
     pub(super) fn reply(&mut self, id: Id, mut outcome: Outcome, retry_after: Option<Nanos>) {
         let now = self.q.now();
-        if self.requests.get(id).expect("live request").admitted {
+        let mut req = self.requests.get(id).expect("live request");
+        if req.admitted {
             self.limit_sample(id, outcome);
+            req = self.requests.get(id).expect("live request");
         }
-        let req = self.requests.get(id).expect("live request");
         let (svc, rkey, edge, executed) = (req.service as usize, req.rkey, req.edge as usize, req.executed);
         let replica = self.hosts[req.host as usize].replica;
         if executed {
