@@ -11,6 +11,6 @@ pub mod queue;
 mod radix;
 pub mod random;
 
-pub use clock::{NEVER, Nanos, from_secs_f64, to_secs_f64};
+pub use clock::{NEVER, Nanos, from_secs_f64, nanos_f64, to_secs_f64};
 pub use queue::EventQueue;
 pub use random::{KeyedRandom, Stream};
