@@ -6,10 +6,11 @@
 
 mod binheap;
 pub mod clock;
+mod lane;
 pub mod queue;
 mod radix;
 pub mod random;
 
-pub use clock::{NEVER, Nanos, from_secs_f64, to_secs_f64};
+pub use clock::{NEVER, Nanos, from_secs_f64, nanos_f64, to_secs_f64};
 pub use queue::EventQueue;
 pub use random::{KeyedRandom, Stream};

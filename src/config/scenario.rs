@@ -476,6 +476,7 @@ impl FaultSpec {
 
 impl Scenario {
     /// The retry policy of an edge.
+    #[inline]
     pub fn edge_policy(&self, edge: usize) -> &Policy {
         match self.edges[edge].caller {
             Caller::Client(c) => &self.clients[c].policy,

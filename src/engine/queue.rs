@@ -7,8 +7,8 @@
 
 use super::binheap::BinHeap;
 use super::clock::Nanos;
+use super::lane::Lane;
 use super::radix::{Entry, RadixHeap};
-use std::collections::VecDeque;
 
 /// Random-delay events pending above which they move to the radix heap.
 pub const TO_RADIX: usize = 4096;
@@ -40,7 +40,7 @@ pub struct EventQueue<E> {
     radix: RadixHeap<E>,
     /// The random-delay events are in `radix` (else in `heap`).
     big: bool,
-    lanes: Vec<(Nanos, VecDeque<Entry<E>>)>,
+    lanes: Vec<Lane<E>>,
     next_seq: u64,
     now: Nanos,
     popped: u64,
@@ -101,32 +101,35 @@ impl<E: Copy> EventQueue<E> {
     pub fn schedule_fixed(&mut self, delay: Nanos, event: E) {
         const MAX_LANES: usize = 8;
         let time = self.now.saturating_add(delay);
-        let lane = match self.lanes.iter().position(|(d, _)| *d == delay) {
+        let lane = match self.lanes.iter().position(|l| l.delay() == delay) {
             Some(i) => i,
             None if self.lanes.len() < MAX_LANES => {
-                self.lanes.push((delay, VecDeque::with_capacity(256)));
+                self.lanes.push(Lane::new(delay));
                 self.lanes.len() - 1
             }
             None => return self.schedule_at(time, event),
         };
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.lanes[lane].1.push_back(Entry { time, seq, event });
+        self.lanes[lane].push_back(Entry { time, seq, event });
     }
 
     /// Where the earliest pending event is, and its time.
-    #[inline]
+    #[inline(always)]
     fn earliest(&mut self) -> Option<(Source, Nanos)> {
         let heap = if self.big { self.radix.peek() } else { self.heap.peek() };
-        let mut best: Option<(Source, (Nanos, u64))> = heap.map(|k| (Source::Heap, k));
-        for (i, (_, lane)) in self.lanes.iter().enumerate() {
+        // No event has sequence number u64::MAX, so (MAX, MAX) stands for
+        // "none yet" and every real event comes before it.
+        let (mut time, mut seq) = heap.unwrap_or((Nanos::MAX, u64::MAX));
+        let mut source = Source::Heap;
+        for (i, lane) in self.lanes.iter().enumerate() {
             if let Some(e) = lane.front()
-                && best.is_none_or(|(_, b)| (e.time, e.seq) < b)
+                && (e.time < time || (e.time == time && e.seq < seq))
             {
-                best = Some((Source::Lane(i), (e.time, e.seq)));
+                (time, seq, source) = (e.time, e.seq, Source::Lane(i));
             }
         }
-        best.map(|(s, (t, _))| (s, t))
+        (seq != u64::MAX).then_some((source, time))
     }
 
     /// Removes the earliest event and advances the clock to its time.
@@ -152,7 +155,7 @@ impl<E: Copy> EventQueue<E> {
                 e
             }
             Source::Heap => self.heap.pop(),
-            Source::Lane(i) => self.lanes[i].1.pop_front().expect("non-empty lane"),
+            Source::Lane(i) => self.lanes[i].pop_front().expect("non-empty lane"),
         };
         self.now = entry.time;
         self.popped += 1;
@@ -166,7 +169,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() + self.radix.len() + self.lanes.iter().map(|(_, l)| l.len()).sum::<usize>()
+        self.heap.len() + self.radix.len() + self.lanes.iter().map(Lane::len).sum::<usize>()
     }
 
     /// Whether no event is pending.

@@ -22,7 +22,12 @@ pub fn mix64(mut z: u64) -> u64 {
 /// Hashes a sequence of words into one well-mixed word.
 #[inline]
 pub fn hash_words(seed: u64, words: &[u64]) -> u64 {
-    let mut h = mix64(seed ^ GOLDEN);
+    hash_from(mix64(seed ^ GOLDEN), words)
+}
+
+/// [`hash_words`] from its first round, `mix64(seed ^ GOLDEN)`, already done.
+#[inline]
+fn hash_from(mut h: u64, words: &[u64]) -> u64 {
     for (i, &w) in words.iter().enumerate() {
         h = mix64(h ^ w.wrapping_add(GOLDEN.wrapping_mul(i as u64 + 1)));
     }
@@ -40,19 +45,22 @@ pub fn unit_open(word: u64) -> f64 {
 #[derive(Clone, Copy, Debug)]
 pub struct KeyedRandom {
     seed: u64,
+    /// The first round of every hash of a key, `mix64(seed ^ GOLDEN)`,
+    /// done once instead of per draw.
+    first: u64,
 }
 
 impl KeyedRandom {
     /// The source for replication `replication` of an experiment seeded
     /// with `seed`. It does not depend on the variant.
     pub fn for_replication(seed: u64, replication: u64) -> Self {
-        Self { seed: hash_words(seed, &[0x5EED, replication]) }
+        Self::from_seed(hash_words(seed, &[0x5EED, replication]))
     }
 
     /// The source with this raw seed (a branch of a run, see
     /// `World::branch`).
     pub fn from_seed(seed: u64) -> Self {
-        Self { seed }
+        Self { seed, first: mix64(seed ^ GOLDEN) }
     }
 
     /// The raw seed every draw is keyed by.
@@ -63,13 +71,13 @@ impl KeyedRandom {
     /// One uniform draw in (0, 1) for the given key.
     #[inline]
     pub fn unit(&self, key: &[u64]) -> f64 {
-        unit_open(hash_words(self.seed, key))
+        unit_open(hash_from(self.first, key))
     }
 
     /// A stream of draws for the given key (for samplers needing several).
     #[inline]
     pub fn stream(&self, key: &[u64]) -> Stream {
-        Stream { state: hash_words(self.seed, key) }
+        Stream { state: hash_from(self.first, key) }
     }
 }
 

@@ -13,8 +13,11 @@ pub struct ClassCounters {
     pub ok: u64,
     /// Latency of the intents that ended `ok`.
     pub latency: LatencyHistogram,
-    /// Latency of every intent, to the moment its client knew the result.
-    pub latency_all: LatencyHistogram,
+    /// Latency of the intents that did not end `ok`, to the moment their
+    /// client knew the result: with [`ClassCounters::latency`], the latency
+    /// of every intent ([`ClassCounters::latency_all`]). Kept apart so that
+    /// a successful intent is recorded in one histogram, not two.
+    pub latency_failed: LatencyHistogram,
     pub duplicates: u64,
     pub orphan_commits: u64,
     pub lost_effects: u64,
@@ -45,7 +48,7 @@ impl ClassCounters {
             intents: 0,
             ok: 0,
             latency: LatencyHistogram::default(),
-            latency_all: LatencyHistogram::default(),
+            latency_failed: LatencyHistogram::default(),
             duplicates: 0,
             orphan_commits: 0,
             lost_effects: 0,
@@ -68,9 +71,18 @@ impl ClassCounters {
         if ok {
             self.ok += 1;
             self.latency.record(latency);
+        } else {
+            self.latency_failed.record(latency);
         }
-        self.latency_all.record(latency);
         self.last_end = self.last_end.max(now);
+    }
+
+    /// Latency of every intent, `ok` or not: the same counts per bucket, and
+    /// so the same quantiles, as one histogram recording all of them.
+    pub fn latency_all(&self) -> LatencyHistogram {
+        let mut all = self.latency.clone();
+        all.merge(&self.latency_failed);
+        all
     }
 
     /// Adds another class's counters (for the run's totals).
@@ -78,7 +90,7 @@ impl ClassCounters {
         self.intents += other.intents;
         self.ok += other.ok;
         self.latency.merge(&other.latency);
-        self.latency_all.merge(&other.latency_all);
+        self.latency_failed.merge(&other.latency_failed);
         self.duplicates += other.duplicates;
         self.orphan_commits += other.orphan_commits;
         self.lost_effects += other.lost_effects;
@@ -155,7 +167,7 @@ pub fn headline(c: &ClassCounters, x: &Context) -> MetricMap {
     put("latency_p50_s", tail.next());
     put("latency_p99_s", tail.next());
     put("latency_p999_s", tail.next());
-    let mut all = c.latency_all.quantiles_s(&[0.5, 0.99, 0.999]).into_iter();
+    let mut all = c.latency_all().quantiles_s(&[0.5, 0.99, 0.999]).into_iter();
     put("latency_all_p50_s", all.next());
     put("latency_all_p99_s", all.next());
     put("latency_all_p999_s", all.next());

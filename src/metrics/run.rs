@@ -138,9 +138,9 @@ impl RunCollector {
         self.series.accumulate(s, from, to, queue_len, busy);
         let (lo, hi) = (from.max(self.window.0), to.min(self.window.1));
         if hi > lo {
-            let dt = (hi - lo) as f64;
+            let dt = crate::engine::nanos_f64(hi - lo);
             self.window_busy[s] += busy as f64 * dt;
-            self.window_queue[s] += queue_len as f64 * dt;
+            self.window_queue[s] += crate::engine::nanos_f64(queue_len as u64) * dt;
         }
     }
 

@@ -1,7 +1,7 @@
 //! The per-bin time series of one run (DESIGN §5 `timeseries.csv`).
 
 use super::bin_latency::BinLatency;
-use crate::engine::{Nanos, to_secs_f64};
+use crate::engine::{Nanos, nanos_f64, to_secs_f64};
 
 /// Counters of one time bin.
 #[derive(Clone, Debug, Default)]
@@ -87,14 +87,25 @@ impl TimeSeries {
         if to <= from || (queue_len == 0 && busy == 0) {
             return;
         }
+        let (queue_len, busy) = (nanos_f64(queue_len as u64), busy as f64);
+        let (start, end) = self.current_span;
+        if start <= from && to <= end {
+            // Within the bin last looked up (most intervals): the first
+            // round of the loop below, without the loop.
+            let dt = nanos_f64(to - from);
+            let row = &mut self.rows[self.current];
+            row.queue_area[s] += queue_len * dt;
+            row.busy_area[s] += busy * dt;
+            return;
+        }
         let mut t = from;
         while t < to {
             self.at(t);
             let end = self.current_span.1.min(to);
-            let dt = (end - t) as f64;
+            let dt = nanos_f64(end - t);
             let row = &mut self.rows[self.current];
-            row.queue_area[s] += queue_len as f64 * dt;
-            row.busy_area[s] += busy as f64 * dt;
+            row.queue_area[s] += queue_len * dt;
+            row.busy_area[s] += busy * dt;
             t = end;
         }
     }

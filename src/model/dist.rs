@@ -144,8 +144,19 @@ impl Dist {
     }
 
     /// Draws one duration for the given key.
-    #[inline]
+    #[inline(always)]
     pub fn sample(&self, random: &KeyedRandom, key: &[u64]) -> Nanos {
+        // A constant (a zero network latency, most often) needs no draw:
+        // no call either.
+        match *self {
+            Dist::Const(v) => v,
+            _ => self.draw(random, key),
+        }
+    }
+
+    /// [`Dist::sample`] for distributions that draw.
+    #[inline]
+    fn draw(&self, random: &KeyedRandom, key: &[u64]) -> Nanos {
         let secs = match *self {
             Dist::Const(v) => return v,
             Dist::Exp { mean } => -mean * random.unit(key).ln(),

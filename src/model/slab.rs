@@ -70,6 +70,22 @@ impl<T> Slab<T> {
         Some(v)
     }
 
+    /// Removes the entity in place and returns what `read` takes from it,
+    /// without moving the whole entity out (its id becomes stale).
+    #[inline]
+    pub fn remove_with<R>(&mut self, id: Id, read: impl FnOnce(&T) -> R) -> Option<R> {
+        let slot = self.slots.get_mut(id.idx as usize)?;
+        if slot.generation != id.generation {
+            return None;
+        }
+        let r = read(slot.value.as_ref()?);
+        slot.value = None;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(id.idx);
+        self.live -= 1;
+        Some(r)
+    }
+
     /// Number of live entities.
     pub fn len(&self) -> usize {
         self.live
@@ -111,5 +127,11 @@ mod tests {
         assert_eq!(s.capacity(), 1);
         assert_eq!(s.len(), 1);
         assert_eq!(s.remove(a), None);
+        assert_eq!(s.remove_with(b, |v| *v), Some('b'));
+        assert_eq!(s.get(b), None);
+        assert_eq!(s.remove_with(b, |v| *v), None);
+        assert_eq!(s.len(), 0);
+        let c = s.insert('c');
+        assert_eq!((s.get(c), s.capacity()), (Some(&'c'), 1));
     }
 }

@@ -174,9 +174,9 @@ impl World<'_> {
         let in_window = match self.intents.get(intent).filter(|it| it.in_window) {
             Some(it) => {
                 let class = &mut self.m.classes[it.client as usize];
-                class.work_ns += demand as f64;
+                class.work_ns += crate::engine::nanos_f64(demand);
                 if abandoned {
-                    class.wasted_ns += demand as f64;
+                    class.wasted_ns += crate::engine::nanos_f64(demand);
                 }
                 true
             }
@@ -209,9 +209,9 @@ impl World<'_> {
     #[inline]
     fn account_work(&mut self, k: usize, demand: Nanos, abandoned: bool, in_window: bool, now: Nanos) {
         if in_window {
-            self.m.service_work_ns[k] += demand as f64;
+            self.m.service_work_ns[k] += crate::engine::nanos_f64(demand);
             if abandoned {
-                self.m.service_wasted_ns[k] += demand as f64;
+                self.m.service_wasted_ns[k] += crate::engine::nanos_f64(demand);
             }
         }
         if abandoned {
@@ -223,10 +223,11 @@ impl World<'_> {
     /// be lost (`response_loss`) or turned into a reset (`reset`).
     pub(super) fn reply(&mut self, id: Id, mut outcome: Outcome, retry_after: Option<Nanos>) {
         let now = self.q.now();
-        if self.requests.get(id).expect("live request").admitted {
+        let mut req = self.requests.get(id).expect("live request");
+        if req.admitted {
             self.limit_sample(id, outcome);
+            req = self.requests.get(id).expect("live request");
         }
-        let req = self.requests.get(id).expect("live request");
         let (svc, rkey, edge, executed) = (req.service as usize, req.rkey, req.edge as usize, req.executed);
         let replica = self.hosts[req.host as usize].replica;
         if executed {

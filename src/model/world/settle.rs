@@ -17,16 +17,16 @@ pub(super) struct TracedAttempt {
 impl World<'_> {
     /// A request leaves the system: its intent may now be settled.
     pub(super) fn leave(&mut self, id: Id) {
-        let Some(req) = self.requests.remove(id) else {
+        let Some((active, host, intent)) = self.requests.remove_with(id, |r| (r.active, r.host, r.intent)) else {
             return;
         };
-        if req.active {
-            self.hosts[req.host as usize].active -= 1;
+        if active {
+            self.hosts[host as usize].active -= 1;
         }
-        if let Some(it) = self.intents.get_mut(req.intent) {
+        if let Some(it) = self.intents.get_mut(intent) {
             it.outstanding -= 1;
         }
-        self.try_settle(req.intent);
+        self.try_settle(intent);
     }
 
     /// Frees an intent whose client has its answer and whose requests and
