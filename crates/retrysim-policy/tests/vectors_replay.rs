@@ -5,9 +5,8 @@
 //! and by the Python implementation).
 
 use retrysim_policy::hedged::{Sent, Step};
-use retrysim_policy::{Admit, Decision, DenyReason, HedgedState, NEVER, Outcome, Policy, RetryState, Shared};
+use retrysim_policy::{Admit, Decision, DenyReason, HedgedState, NEVER, Nanos, Outcome, Policy, RetryState, Shared};
 use serde_json::Value;
-use retrysim_policy::Nanos;
 use std::cell::Cell;
 use std::path::Path;
 use std::rc::Rc;
