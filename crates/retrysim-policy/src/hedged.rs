@@ -208,3 +208,74 @@ impl<'p, R: Random> HedgedState<'p, R> {
         Step { end, hedge: Some(Err(reason)), given_up, cancel: Vec::new() }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hedge::HedgeDelay;
+    use crate::{RetryOn, SplitMix};
+
+    const MS: Nanos = 1_000_000;
+
+    fn policy(per_try_timeout: Nanos, cancel: bool) -> Policy {
+        let hedging = HedgeSpec {
+            max_attempts: 3,
+            delay: HedgeDelay::Fixed(100 * MS),
+            max_extra_load: None,
+            non_fatal: RetryOn::from_entries(&[RetryOn::parse_entry("503").unwrap()]),
+            cancel,
+        };
+        Policy { per_try_timeout, hedging: Some(hedging), ..Policy::default() }
+    }
+
+    fn start(p: &Policy) -> HedgedState<'_, SplitMix> {
+        let mut h = HedgedState::new(p, Shared::new(p), 0, SplitMix::new(1)).expect("hedged");
+        assert_eq!(h.before_first(0), Ok(Admit::Send { timeout: p.per_try_timeout }));
+        h
+    }
+
+    #[test]
+    fn copies_go_after_each_delay_and_the_first_answer_cancels_the_rest() {
+        let p = policy(crate::NEVER, true);
+        let mut h = start(&p);
+        assert_eq!(h.hedge_due_at(), Some(100 * MS));
+        assert_eq!(h.on_hedge_due(100 * MS), Ok(Sent { copy: 1, timeout: crate::NEVER }));
+        assert_eq!(h.on_hedge_due(200 * MS), Ok(Sent { copy: 2, timeout: crate::NEVER }));
+        assert_eq!(h.hedge_due_at(), None, "three copies out: no further delay");
+        let s = h.on_copy_outcome(1, Outcome::Ok, 250 * MS);
+        assert_eq!(s, Step { end: Some(Decision::Done), cancel: vec![0, 2], ..Step::default() });
+        assert!(h.live().is_empty());
+    }
+
+    #[test]
+    fn a_non_fatal_answer_sends_the_next_copy_at_once_and_the_last_one_fails_the_call() {
+        let p = policy(crate::NEVER, true);
+        let mut h = start(&p);
+        let s = h.on_copy_outcome(0, Outcome::Status(503), 10 * MS);
+        assert_eq!(s.hedge, Some(Ok(Sent { copy: 1, timeout: crate::NEVER })));
+        assert_eq!(h.hedge_due_at(), Some(110 * MS), "the delay starts again from the copy just sent");
+        h.on_copy_outcome(1, Outcome::Status(503), 20 * MS);
+        let s = h.on_copy_outcome(2, Outcome::Status(503), 30 * MS);
+        assert_eq!(s.end, Some(Decision::GiveUp(DenyReason::Attempts)));
+        let mut h = start(&p);
+        let s = h.on_copy_outcome(0, Outcome::Status(500), 10 * MS);
+        assert_eq!(s.end, Some(Decision::GiveUp(DenyReason::NotRetryable)), "500 is fatal");
+    }
+
+    #[test]
+    fn an_expired_copy_stays_in_the_race_until_no_copy_may_follow() {
+        let p = policy(50 * MS, true);
+        let mut h = start(&p);
+        assert_eq!(h.on_copy_expired(0, 50 * MS).hedge, Some(Ok(Sent { copy: 1, timeout: 50 * MS })));
+        assert_eq!(h.on_copy_expired(1, 100 * MS).hedge, Some(Ok(Sent { copy: 2, timeout: 50 * MS })));
+        // The late first copy still wins.
+        let s = h.on_copy_outcome(0, Outcome::Ok, 120 * MS);
+        assert_eq!(s, Step { end: Some(Decision::Done), cancel: vec![1, 2], ..Step::default() });
+        let mut h = start(&p);
+        h.on_copy_expired(0, 50 * MS);
+        h.on_copy_expired(1, 100 * MS);
+        let s = h.on_copy_expired(2, 150 * MS);
+        assert_eq!(s.given_up, vec![0, 1, 2]);
+        assert_eq!(s.end, Some(Decision::GiveUp(DenyReason::Attempts)));
+    }
+}
