@@ -2,7 +2,8 @@
 //! preset under `policies/`, `retrysim vectors` writes exactly the file the
 //! repository keeps (scripts/regenerate-vectors.sh rewrites them), and each
 //! file covers every rule of the decision order, every backoff, jitter,
-//! budget, breaker and throttle kind, deadline clipping and Retry-After caps.
+//! budget, breaker and throttle kind, deadline clipping, Retry-After caps
+//! and the hedging clock.
 
 use std::path::Path;
 use std::process::Command;
@@ -90,6 +91,21 @@ const REQUIRED: &[&str] = &[
     "breaker:half_open->open",
     "throttle:sre",
     "throttle:aws_adaptive",
+    "hedge:sent_after_delay",
+    "hedge:sent_after_non_fatal",
+    "hedge:sent_after_timeout",
+    "hedge:won_by_a_later_copy",
+    "hedge:cancelled",
+    "hedge:left_running",
+    "hedge:given_up",
+    "hedge:fatal_answer",
+    "hedge:failed",
+    "hedge:extra_load",
+    "hedge:refused:max_attempts",
+    "hedge:refused:deadline",
+    "hedge:refused:breaker_open",
+    "hedge:refused:budget",
+    "hedge:refused:throttled",
 ];
 
 #[test]

@@ -14,99 +14,12 @@ use super::units::{parse_duration, parse_rate};
 use crate::engine::{NEVER, Nanos};
 use crate::error::{InputError, InputResult};
 use crate::model::Dist;
-use retrysim_policy::validate::NEVER_NOT_HERE;
+use dist::Dists;
+use retrysim_policy::validate::{V, first_extra};
 use std::collections::BTreeMap;
 
 /// The most side-effect kinds (`commits` names) an experiment may use.
 pub const MAX_EFFECT_KINDS: usize = 8;
-
-/// The first field that is present but not among `allowed`.
-fn first_extra<'a>(present: &[(&'a str, bool)], allowed: &[&str]) -> Option<&'a str> {
-    present.iter().find(|(name, here)| *here && !allowed.contains(name)).map(|(name, _)| *name)
-}
-
-/// Validation context: the file errors are reported against.
-struct V<'a> {
-    file: &'a str,
-}
-
-impl V<'_> {
-    fn err(&self, field: &str, msg: impl Into<String>) -> InputError {
-        InputError::field(self.file, field, msg)
-    }
-
-    /// A duration; `"never"` is refused (see [`V::dur_or_never`]).
-    fn dur(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
-        match v {
-            None => Ok(default),
-            Some(s) if s.trim() == "never" => Err(self.err(field, NEVER_NOT_HERE)),
-            Some(s) => parse_duration(s).map_err(|m| self.err(field, m)),
-        }
-    }
-
-    /// A duration or `"never"` (no limit), for the fields whose default is
-    /// no limit: timeouts, deadlines, `max_retry_after`, a backoff cap, a
-    /// fault's duration, a ledger's ttl and lease.
-    fn dur_or_never(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
-        match v {
-            Some(s) if s.trim() == "never" => Ok(NEVER),
-            _ => self.dur(field, v, default),
-        }
-    }
-
-    fn positive_dur(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
-        let d = self.dur(field, v, default)?;
-        if d == 0 {
-            return Err(self.err(field, "must be longer than 0"));
-        }
-        Ok(d)
-    }
-
-    /// [`V::positive_dur`] that also takes `"never"`.
-    fn positive_dur_or_never(&self, field: &str, v: Option<&String>, default: Nanos) -> InputResult<Nanos> {
-        let d = self.dur_or_never(field, v, default)?;
-        if d == 0 {
-            return Err(self.err(field, "must be longer than 0"));
-        }
-        Ok(d)
-    }
-
-    fn int_in(&self, field: &str, v: Option<i64>, default: i64, lo: i64, hi: i64) -> InputResult<i64> {
-        let x = v.unwrap_or(default);
-        if x < lo || x > hi {
-            return Err(self.err(field, format!("must be an integer from {lo} to {hi}, got {x}")));
-        }
-        Ok(x)
-    }
-
-    fn prob(&self, field: &str, v: Option<f64>, default: f64) -> InputResult<f64> {
-        let x = v.unwrap_or(default);
-        if !(0.0..=1.0).contains(&x) {
-            return Err(self.err(field, format!("must be a probability from 0 to 1, got {x}")));
-        }
-        Ok(x)
-    }
-
-    fn status(&self, field: &str, v: Option<&toml::Value>, default: u16) -> InputResult<u16> {
-        let Some(v) = v else { return Ok(default) };
-        let code = match v {
-            toml::Value::Integer(i) => Some(*i),
-            toml::Value::String(s) => s.trim().parse::<i64>().ok(),
-            _ => None,
-        };
-        match code {
-            Some(c) if (100..600).contains(&c) => Ok(c as u16),
-            _ => Err(self.err(field, format!("must be an HTTP status code from 100 to 599, got {v}"))),
-        }
-    }
-
-    fn name(&self, field: &str, name: &str) -> InputResult<()> {
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err(self.err(field, format!("\"{name}\" is not a valid name: use letters, digits, '_' and '-'")));
-        }
-        Ok(())
-    }
-}
 
 /// Validates one variant's experiment document.
 pub fn scenario(

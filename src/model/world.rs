@@ -16,10 +16,10 @@ use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64
 use crate::metrics::{RunCollector, RunResult, TraceDecision, TraceRecord};
 use crate::policy::breaker::Breaker;
 use crate::policy::budget::{Budget, BudgetScope};
-use crate::policy::decision::attempt_timeout;
+use crate::policy::call::{CallState, Gate};
 use crate::policy::hedge::Hedger;
 use crate::policy::throttle::Throttle;
-use crate::policy::{Decision, DenyReason, Outcome, RetryContext, decide};
+use crate::policy::{DenyReason, Outcome};
 use std::collections::{HashMap, VecDeque};
 
 mod arrivals;
@@ -163,26 +163,20 @@ struct Call {
     fingerprint: u64,
     /// Base of the random keys of this call's attempts.
     key: u64,
-    deadline_at: Nanos,
-    attempts: u32,
+    /// Its state under its policy (attempts, deadline, previous wait,
+    /// budget refund, a throttle token held), which the policy crate's
+    /// steps read and write.
+    st: CallState,
     /// The attempt the caller is waiting for.
     current: Option<Id>,
-    /// The wait before the current attempt.
-    prev_wait: Nanos,
-    /// When the current attempt was sent.
-    sent_at: Nanos,
     /// The previous attempt's outcome.
     last_outcome: Option<Outcome>,
-    /// What the budget charged for the current attempt (refunded on success).
-    retry_cost: f64,
     /// Hosts (replica index below 32) this call has tried, for `retry_other_host`.
     tried: u32,
     /// The cache key a successful answer fills, or [`NO_FILL`].
     fill: u32,
     /// The copies of a hedged call (`None` for calls without hedging).
     hedge: Option<Box<hedging::HedgeCall>>,
-    /// The throttle has granted the next attempt a token already (it waited for it).
-    admitted: bool,
     /// How long the throttle held the current attempt back.
     throttle_wait: Nanos,
 }

@@ -146,6 +146,12 @@ impl Hedger {
         self.extra.as_mut().is_none_or(|b| b.grants(now, Outcome::Timeout))
     }
 
+    /// First attempts and hedges within the extra-load window at `now`
+    /// (`None` without `max_extra_load`).
+    pub fn extra_counts(&mut self, now: Nanos) -> Option<(u64, u64)> {
+        self.extra.as_mut().map(|b| b.counts(now))
+    }
+
     /// A hedge was sent.
     pub fn on_hedge(&mut self, now: Nanos) {
         if let Some(b) = &mut self.extra {

@@ -49,10 +49,12 @@
 pub mod backoff;
 pub mod breaker;
 pub mod budget;
+pub mod call;
 pub mod decision;
 pub mod error;
 pub mod file;
 pub mod hedge;
+pub mod hedged;
 pub mod load;
 pub mod messages;
 pub mod outcome;
@@ -70,8 +72,10 @@ pub mod validate;
 pub mod vectors;
 
 pub use backoff::{Backoff, BackoffKind, Jitter};
+pub use call::{CallState, Gate, Guards, Lent, first_allowed};
 pub use decision::{DenyReason, RetryContext, decide};
 pub use error::{InputError, InputResult};
+pub use hedged::HedgedState;
 pub use outcome::{Outcome, RetryOn};
 pub use random::{Random, SplitMix};
 pub use retry::{Attempt, Failure, RetryError, retry, retry_with};

@@ -1,18 +1,17 @@
-//! The policy at run time: [`Shared`] holds what many calls of one client
-//! share (the budget, the circuit breaker, the client-side throttle) behind
-//! one handle; [`RetryState`] is one call's own state (its attempts, its
-//! deadline, its previous wait). The steps and their order are the
-//! simulator's: a first attempt is refused while the breaker is open; the
-//! throttle admits every attempt; an outcome updates the budget, then the
-//! breaker, then the throttle, and a failure draws the jitter and asks
-//! [`decide`] — retryable, safe, attempts left, breaker, Retry-After
-//! against `max_retry_after`, the deadline, and the budget last.
+//! The policy at run time in production: [`Shared`] holds what many calls
+//! of one client share (the budget, the circuit breaker, the client-side
+//! throttle) behind one lock; [`RetryState`] is one call: its
+//! [`CallState`], the shared handle and a random source. The steps and
+//! their order are [`crate::call`]'s, the same the simulator takes.
 
 use crate::breaker::{Breaker, BreakerState};
 use crate::budget::Budget;
-use crate::decision::{self, DenyReason, RetryContext, attempt_timeout, decide};
+pub use crate::call::Decision;
+use crate::call::{CallState, Gate, Guards, first_allowed};
+use crate::decision::DenyReason;
+use crate::hedge::Hedger;
 use crate::random::Random;
-use crate::throttle::{Admission, Throttle};
+use crate::throttle::Throttle;
 use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,6 +26,26 @@ pub struct SharedState {
     pub breaker: Option<Breaker>,
     /// The client-side throttle, if the policy has one.
     pub throttle: Option<Throttle>,
+    /// The hedging clock, if the policy hedges.
+    pub hedger: Option<Hedger>,
+}
+
+impl Guards for SharedState {
+    fn budget(&mut self) -> Option<&mut Budget> {
+        self.budget.as_mut()
+    }
+
+    fn breaker(&mut self) -> Option<&mut Breaker> {
+        self.breaker.as_mut()
+    }
+
+    fn throttle(&mut self) -> Option<&mut Throttle> {
+        self.throttle.as_mut()
+    }
+
+    fn hedger(&mut self) -> Option<&mut Hedger> {
+        self.hedger.as_mut()
+    }
 }
 
 /// The handle to a client's shared state: clone it into every call. One
@@ -49,6 +68,7 @@ impl Shared {
             budget: policy.budget.map(|b| Budget::new(b.kind)),
             breaker: policy.breaker.map(Breaker::new),
             throttle: policy.throttle.as_ref().map(Throttle::new),
+            hedger: policy.hedging.as_ref().map(Hedger::new),
         };
         Self { inner: Arc::new(Mutex::new(state)), origin: Instant::now() }
     }
@@ -87,33 +107,13 @@ pub enum Admit {
     Wait(Nanos),
 }
 
-/// What the caller does after an outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// The call succeeded.
-    Done,
-    /// Retry after waiting this long (then [`RetryState::before_attempt`]).
-    Retry {
-        /// The wait, in nanoseconds.
-        wait: Nanos,
-    },
-    /// Give up with the last outcome, for this reason.
-    GiveUp(DenyReason),
-}
-
-/// One call's retry state.
+/// One call's retry state: its [`CallState`], run against the client's
+/// [`Shared`] state and a random source.
 pub struct RetryState<'p, R: Random> {
     policy: &'p Policy,
     shared: Shared,
     rng: R,
-    idempotent: bool,
-    key_sent: bool,
-    deadline_at: Nanos,
-    attempts: u32,
-    sent_at: Nanos,
-    prev_wait: Nanos,
-    retry_cost: f64,
-    admitted: bool,
+    call: CallState,
     last_draw: Option<f64>,
 }
 
@@ -121,39 +121,31 @@ impl<'p, R: Random> RetryState<'p, R> {
     /// A call starting at `now` on an idempotent operation; its deadline is
     /// `now + policy.deadline`.
     pub fn new(policy: &'p Policy, shared: Shared, now: Nanos, rng: R) -> Self {
-        let deadline_at = if policy.deadline == NEVER { NEVER } else { now.saturating_add(policy.deadline) };
-        Self {
-            policy,
-            shared,
-            rng,
-            idempotent: true,
-            key_sent: false,
-            deadline_at,
-            attempts: 0,
-            sent_at: now,
-            prev_wait: 0,
-            retry_cost: 0.0,
-            admitted: false,
-            last_draw: None,
-        }
+        let call = CallState::new(CallState::deadline_from(policy, now), now, true, false);
+        Self { policy, shared, rng, call, last_draw: None }
     }
 
     /// Declares the operation: idempotent or not, and whether an
     /// idempotency key is sent with every attempt.
     pub fn operation(mut self, idempotent: bool, key_sent: bool) -> Self {
-        self.idempotent = idempotent;
-        self.key_sent = key_sent;
+        self.call.idempotent = idempotent;
+        self.call.key_sent = key_sent;
         self
     }
 
     /// The call's absolute deadline ([`NEVER`] = none).
     pub fn deadline_at(&self) -> Nanos {
-        self.deadline_at
+        self.call.deadline_at
     }
 
     /// Attempts sent so far.
     pub fn attempts(&self) -> u32 {
-        self.attempts
+        self.call.attempts
+    }
+
+    /// The call's own state.
+    pub fn call(&self) -> &CallState {
+        &self.call
     }
 
     /// The last random draw consumed (by the throttle or the jitter), if any.
@@ -166,104 +158,40 @@ impl<'p, R: Random> RetryState<'p, R> {
         &self.shared
     }
 
-    fn draw(&mut self) -> f64 {
-        let u = self.rng.unit();
-        self.last_draw = Some(u);
-        u
-    }
-
     /// Before each attempt (the first, and each retry after its wait):
     /// whether and when it may go. `Err` ends the call: the breaker is open
     /// (first attempt) or the throttle refused it.
     pub fn before_attempt(&mut self, now: Nanos) -> Result<Admit, DenyReason> {
-        let first = self.attempts == 0;
         let shared = self.shared.clone();
         let mut s = shared.lock();
-        if first && !self.admitted && s.breaker.as_mut().is_some_and(|b| !b.allows_first(now)) {
+        let s = &mut *s;
+        if self.call.attempts == 0 && !self.call.admitted && !first_allowed(s, now) {
             return Err(DenyReason::BreakerOpen);
         }
-        if s.throttle.is_some() && !self.admitted {
-            let u = self.draw();
-            let t = s.throttle.as_mut().expect("checked above");
-            match t.admit(now, u) {
-                Admission::Send => {}
-                Admission::Refuse { .. } => return Err(DenyReason::Throttled),
-                Admission::Wait(wait) => {
-                    let in_time = self.deadline_at == NEVER
-                        || now.saturating_add(wait).saturating_add(self.policy.min_attempt_time) < self.deadline_at;
-                    if !in_time {
-                        t.release();
-                        return Err(DenyReason::Throttled);
-                    }
-                    self.admitted = true;
-                    return Ok(Admit::Wait(wait));
-                }
-            }
+        let (rng, last_draw) = (&mut self.rng, &mut self.last_draw);
+        let draw = || {
+            let u = rng.unit();
+            *last_draw = Some(u);
+            u
+        };
+        match self.call.gate(self.policy, s, now, draw) {
+            Gate::Send => Ok(Admit::Send { timeout: self.call.on_send(self.policy, s, now) }),
+            Gate::Wait(wait) => Ok(Admit::Wait(wait)),
+            Gate::Refuse { .. } => Err(DenyReason::Throttled),
         }
-        self.admitted = false;
-        self.attempts += 1;
-        self.sent_at = now;
-        let retry = self.attempts > 1;
-        if let Some(b) = s.budget.as_mut() {
-            b.on_send(now, retry);
-        }
-        if let Some(b) = s.breaker.as_mut() {
-            b.on_send(now);
-        }
-        Ok(Admit::Send { timeout: attempt_timeout(self.policy, now, self.deadline_at) })
     }
 
     /// After each attempt: its outcome at `now` (a timeout when the caller
     /// gave up at the attempt's timeout) and the server's Retry-After, if any.
     pub fn after_outcome(&mut self, outcome: Outcome, now: Nanos, retry_after: Option<Nanos>) -> Decision {
-        let policy = self.policy;
-        let retryable = policy.retry_on.contains(outcome);
-        let (retry, refund) = (self.attempts > 1, self.retry_cost);
-        let latency = now.saturating_sub(self.sent_at);
         let shared = self.shared.clone();
         let mut s = shared.lock();
-        let budget_grants = match s.budget.as_mut() {
-            Some(b) => {
-                b.on_outcome(outcome, retry, retryable, refund);
-                outcome == Outcome::Ok || b.grants(now, outcome)
-            }
-            None => true,
+        let (rng, last_draw) = (&mut self.rng, &mut self.last_draw);
+        let draw = || {
+            let u = rng.unit();
+            *last_draw = Some(u);
+            u
         };
-        let breaker_closed = match s.breaker.as_mut() {
-            Some(b) => {
-                b.on_outcome(now, outcome, latency);
-                b.allows(now)
-            }
-            None => true,
-        };
-        if let Some(t) = s.throttle.as_mut() {
-            t.on_outcome(now, outcome);
-        }
-        if outcome == Outcome::Ok {
-            return Decision::Done;
-        }
-        drop(s);
-        let u = self.draw();
-        let ctx = RetryContext {
-            outcome,
-            idempotent: self.idempotent,
-            key_sent: self.key_sent,
-            attempts_made: self.attempts,
-            now,
-            deadline_at: self.deadline_at,
-            retry_after,
-            backoff_wait: policy.backoff.delay_after(outcome, self.attempts, self.prev_wait, u),
-            breaker_closed,
-            budget_grants,
-        };
-        match decide(policy, &ctx) {
-            decision::Decision::Retry { wait } => {
-                let mut s = shared.lock();
-                self.retry_cost = s.budget.as_mut().map_or(0.0, |b| b.spend_retry(outcome));
-                self.prev_wait = wait;
-                Decision::Retry { wait }
-            }
-            decision::Decision::Deny(reason) => Decision::GiveUp(reason),
-        }
+        self.call.after_outcome(self.policy, &mut *s, outcome, now, retry_after, draw)
     }
 }

@@ -13,6 +13,7 @@
 //! replay random scripts against the policy exactly as given.
 
 mod cases;
+mod hedging;
 mod record;
 
 pub use cases::{DEFAULT_CASES, designed_cases};

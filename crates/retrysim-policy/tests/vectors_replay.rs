@@ -4,7 +4,8 @@
 //! snapshots are compared by `tests/sdk_vectors.rs` through the generator
 //! and by the Python implementation).
 
-use retrysim_policy::{Admit, Decision, NEVER, Outcome, Policy, RetryState, Shared};
+use retrysim_policy::hedged::{Sent, Step};
+use retrysim_policy::{Admit, Decision, DenyReason, HedgedState, NEVER, Nanos, Outcome, Policy, RetryState, Shared};
 use serde_json::Value;
 use std::cell::Cell;
 use std::path::Path;
@@ -33,7 +34,89 @@ impl retrysim_policy::Random for Tape {
     }
 }
 
+fn opt(ns: Nanos) -> Value {
+    if ns == NEVER { Value::Null } else { ns.into() }
+}
+
+fn due(st: &HedgedState<Tape>) -> Value {
+    st.hedge_due_at().map_or(Value::Null, Value::from)
+}
+
+fn hedge(h: &Option<Result<Sent, DenyReason>>) -> Value {
+    match h {
+        None => Value::Null,
+        Some(Ok(s)) => serde_json::json!({ "copy": s.copy, "timeout": opt(s.timeout) }),
+        Some(Err(r)) => serde_json::json!({ "refused": r.label() }),
+    }
+}
+
+fn step_json(s: &Step, st: &HedgedState<Tape>) -> Value {
+    let mut v = serde_json::json!({
+        "end": match s.end { None => Value::Null, Some(Decision::Done) => "done".into(), Some(_) => "give_up".into() },
+        "hedge": hedge(&s.hedge), "given_up": s.given_up, "cancel": s.cancel, "hedge_due": due(st),
+    });
+    if let Some(Decision::GiveUp(r)) = s.end {
+        v["reason"] = r.label().into();
+    }
+    v
+}
+
+/// A hedged case (`"runtime": "hedged"`) through `HedgedState`.
+fn replay_hedged(case: &Value) -> Result<usize, String> {
+    let policy = Policy::from_toml(case["policy"].as_str().unwrap(), "case").map_err(|e| e.to_string())?;
+    let shared = Shared::new(&policy);
+    let tape = Tape(Rc::new(Cell::new(f64::NAN)));
+    let mut calls: Vec<HedgedState<Tape>> = Vec::new();
+    let steps = case["steps"].as_array().unwrap();
+    for (n, step) in steps.iter().enumerate() {
+        let now = step["now"].as_u64().unwrap();
+        tape.0.set(step["draw"].as_f64().unwrap_or(f64::NAN));
+        let copy = step["copy"].as_u64().unwrap_or(0) as u32;
+        let got = match step["op"].as_str().unwrap() {
+            "start" => {
+                calls.push(HedgedState::new(&policy, shared.clone(), now, tape.clone()).ok_or("a hedged policy")?);
+                continue;
+            }
+            op => {
+                let st = &mut calls[step["call"].as_u64().unwrap() as usize];
+                match op {
+                    "before_attempt" => match st.before_first(now) {
+                        Ok(Admit::Send { timeout }) => {
+                            serde_json::json!({ "admit": "send", "timeout": opt(timeout), "hedge_due": due(st) })
+                        }
+                        Ok(Admit::Wait(w)) => serde_json::json!({ "admit": "wait", "wait": w }),
+                        Err(r) => serde_json::json!({ "admit": "refuse", "reason": r.label() }),
+                    },
+                    "hedge_due" => {
+                        let s = Step { hedge: Some(st.on_hedge_due(now)), ..Step::default() };
+                        step_json(&s, st)
+                    }
+                    "copy_outcome" => {
+                        let s = st.on_copy_outcome(copy, outcome(step["outcome"].as_str().unwrap()), now);
+                        step_json(&s, st)
+                    }
+                    "copy_expired" => {
+                        let s = st.on_copy_expired(copy, now);
+                        step_json(&s, st)
+                    }
+                    other => return Err(format!("step {n}: unknown op {other}")),
+                }
+            }
+        };
+        if got != step["expect"] {
+            return Err(format!("step {n}: got {got}, expected {}", step["expect"]));
+        }
+        if !tape.0.get().is_nan() {
+            return Err(format!("step {n}: the draw {} was not consumed", tape.0.get()));
+        }
+    }
+    Ok(steps.len())
+}
+
 fn replay(case: &Value) -> Result<usize, String> {
+    if case["runtime"] == "hedged" {
+        return replay_hedged(case);
+    }
     let policy = Policy::from_toml(case["policy"].as_str().unwrap(), "case").map_err(|e| e.to_string())?;
     let shared = Shared::new(&policy);
     let tape = Tape(Rc::new(Cell::new(f64::NAN)));
@@ -81,15 +164,18 @@ fn every_vector_replays_through_the_public_api() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk/vectors");
     let mut files = 0;
     let mut steps = 0;
+    let mut hedged = 0;
     for entry in std::fs::read_dir(&dir).expect("sdk/vectors/") {
         let path = entry.unwrap().path();
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(doc["schema"], "retrysim.vectors/1");
         for case in doc["cases"].as_array().unwrap() {
+            hedged += usize::from(case["runtime"] == "hedged");
             steps += replay(case).unwrap_or_else(|e| panic!("{}: {}: {e}", path.display(), case["name"]));
         }
         files += 1;
     }
     assert!(files >= 18, "{files} files");
     assert!(steps > 5000, "{steps} steps");
+    assert!(hedged >= 9 * files, "{hedged} hedged cases in {files} files");
 }

@@ -10,7 +10,8 @@ import json
 import math
 import sys
 
-from .policy import Policy
+from .hedging import HedgedState
+from .policy import NEVER, Policy
 from .state import RetryState, Shared
 
 SCHEMA = "retrysim.vectors/1"
@@ -68,8 +69,80 @@ def _expect_after(r):
     return {"decision": "give_up", "reason": r[1]}
 
 
+def _opt(ns):
+    return None if ns is None or ns == NEVER else ns
+
+
+def _hedge(r):
+    if r is None:
+        return None
+    if r[0] == "send":
+        return {"copy": r[1], "timeout": _opt(r[2])}
+    return {"refused": r[1]}
+
+
+def _expect_copy(out: dict, st: HedgedState) -> dict:
+    e = {"end": out["end"], "hedge": _hedge(out["hedge"]), "given_up": out["given_up"], "cancel": out["cancel"],
+         "hedge_due": st.due_at}
+    if "reason" in out:
+        e["reason"] = out["reason"]
+    return e
+
+
+def _hedged_snapshot(shared: Shared, now: int) -> dict:
+    out = shared.snapshot(now)
+    h = shared.hedger.snapshot(now) if getattr(shared, "hedger", None) else None
+    if h is not None:
+        out["hedger"] = h
+    return out
+
+
+def replay_hedged(case: dict) -> list:
+    """The mismatches of a hedged case (``"runtime": "hedged"``)."""
+    policy = Policy.loads(case["policy"])
+    shared = Shared(policy)
+    calls = {}
+    draws = Draws()
+    errors = []
+    for n, step in enumerate(case["steps"]):
+        where = f"step {n} (call {step['call']}, {step['op']})"
+        now = step["now"]
+        draws.arm(step.get("draw"))
+        op = step["op"]
+        if op == "start":
+            calls[step["call"]] = HedgedState(policy, shared, now, draws)
+            continue
+        st = calls[step["call"]]
+        if op == "before_attempt":
+            r = st.before_first(now)
+            got = _expect_before(r)
+            if r[0] == "send":
+                got["hedge_due"] = st.due_at
+        elif op == "hedge_due":
+            r = st.on_hedge_due(now)
+            got = _expect_copy({"end": None, "hedge": r, "given_up": [], "cancel": []}, st)
+        elif op == "copy_outcome":
+            got = _expect_copy(st.on_copy_outcome(step["copy"], step["outcome"], now), st)
+        elif op == "copy_expired":
+            got = _expect_copy(st.on_copy_expired(step["copy"], now), st)
+        else:
+            errors.append(f"{where}: unknown op {op!r}")
+            break
+        _same(got, step["expect"], where, errors)
+        if draws.extra:
+            errors.append(f"{where}: drew a random number the vector does not give")
+        if step.get("draw") is not None and not draws.used:
+            errors.append(f"{where}: did not consume the draw {step['draw']}")
+        _same(_hedged_snapshot(shared, now), step["state"], f"{where} state", errors)
+        if errors:
+            break
+    return errors
+
+
 def replay_case(case: dict) -> list:
     """The mismatches of one case (empty when it passes)."""
+    if case.get("runtime") == "hedged":
+        return replay_hedged(case)
     policy = Policy.loads(case["policy"])
     shared = Shared(policy)
     calls = {}

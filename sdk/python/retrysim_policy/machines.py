@@ -118,6 +118,13 @@ class Budget:
             if retry:
                 self.active_retries += 1
 
+    def on_cancel(self, retry: bool) -> None:
+        """A hedged copy that lost the race: only the concurrency count changes."""
+        if self.kind == "concurrency":
+            self.active = max(self.active - 1, 0)
+            if retry:
+                self.active_retries = max(self.active_retries - 1, 0)
+
     def on_outcome(self, outcome: str, retry: bool, retryable: bool, refund: float) -> None:
         if self.kind == "token_bucket":
             mx = float(self.p["max_tokens"])

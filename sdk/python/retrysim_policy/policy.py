@@ -157,6 +157,23 @@ class Throttle:
 
 
 @dataclass
+class Hedging:
+    """``[hedging]``: copies in flight at most, the delay before each further
+    copy (``delay`` ns, or ``quantile`` of the observed latency), the
+    extra-load cap, the non-fatal statuses, and whether the first final
+    answer cancels the other copies."""
+    max_attempts: int = 2
+    delay: Optional[int] = None
+    quantile: Optional[float] = None
+    max_extra_load: Optional[float] = None
+    non_fatal: RetryOn = field(default_factory=RetryOn)
+    cancel: bool = True
+
+    def is_non_fatal(self, outcome: str) -> bool:
+        return outcome == "timeout" or (outcome != "ok" and self.non_fatal.contains(outcome))
+
+
+@dataclass
 class Policy:
     name: str = "policy"
     max_attempts: int = 1
@@ -172,7 +189,7 @@ class Policy:
     budget: Optional[Budget] = None
     breaker: Optional[Breaker] = None
     throttle: Optional[Throttle] = None
-    hedging: Optional[dict] = None
+    hedging: Optional[Hedging] = None
 
     @staticmethod
     def loads(text: str, name: str = "policy") -> "Policy":
@@ -247,5 +264,16 @@ class Policy:
                 window=duration(th["window"]) if "window" in th else 120 * 10**9,
                 scope=th.get("scope", "client"),
             )
-        p.hedging = t.get("hedging")
+        if "hedging" in t:
+            h = t["hedging"]
+            text = str(h["delay"]).strip()
+            quantile = float(text[1:]) / 100.0 if text.startswith("p") else None
+            p.hedging = Hedging(
+                max_attempts=int(h.get("max_attempts", 2)),
+                delay=None if quantile is not None else duration(text),
+                quantile=quantile,
+                max_extra_load=float(h["max_extra_load"]) if "max_extra_load" in h else None,
+                non_fatal=RetryOn.parse(h.get("non_fatal", [])),
+                cancel=bool(h.get("cancel", True)),
+            )
         return p

@@ -1,6 +1,7 @@
 //! `[[services.calls]]`: downstream calls, their edges, and the check that
 //! the call graph has no cycle.
 
+use super::dist::Dists;
 use super::{V, first_extra, policy};
 use crate::config::raw::ServiceRaw;
 use crate::config::scenario::{CallSpec, Caller, EdgeSpec, KeyMode, OperationSpec, ServiceSpec, When};

@@ -11,9 +11,14 @@ use crate::model::dist::{Empirical, Mixture};
 use std::path::Path;
 use std::sync::Arc;
 
-impl V<'_> {
+/// The distribution check, added to the shared validation scaffold [`V`].
+pub(super) trait Dists {
     /// A distribution table: `{ dist = "exp", mean = "15ms" }` and its siblings.
-    pub(super) fn dist(&self, field: &str, d: &DistRaw) -> InputResult<Dist> {
+    fn dist(&self, field: &str, d: &DistRaw) -> InputResult<Dist>;
+}
+
+impl Dists for V<'_> {
+    fn dist(&self, field: &str, d: &DistRaw) -> InputResult<Dist> {
         if d.per_inflight.is_some() {
             return Err(self.err(&format!("{field}.per_inflight"), "only used in a service's `service_time`"));
         }

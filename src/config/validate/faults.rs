@@ -1,5 +1,6 @@
 //! `[[faults]]`: kinds, windows and targets.
 
+use super::dist::Dists;
 use super::{V, first_extra};
 use crate::config::raw::FaultRaw;
 use crate::config::scenario::{EdgeSpec, FaultKind, FaultSpec, ServiceSpec};

@@ -1,6 +1,7 @@
 //! Intents arriving: open-loop Poisson arrivals with a rate schedule,
 //! closed-loop instances with think times, and bursts.
 
+use super::caller::Guard;
 use super::*;
 use crate::config::ClientMode;
 
@@ -111,12 +112,13 @@ impl World<'_> {
             self.m.classes[c].intents += 1;
         }
         self.m.series.at(now).offered += 1;
-        if self.clients[c].breaker(instance).is_some_and(|b| !b.allows_first(now)) {
+        if !self.first_allowed(Guard { owner: Owner::Client, edge: spec.edge, client: c, instance }) {
             // An open breaker fails the intent fast, without sending anything.
             self.finish(intent, false, "breaker_open (failed fast)".into());
         } else {
             let deadline_at =
                 if spec.policy.deadline == NEVER { NEVER } else { now.saturating_add(spec.policy.deadline) };
+            let idempotent = self.s.operations[spec.operation].idempotent;
             let call = self.calls.insert(Call {
                 intent,
                 edge: spec.edge as u32,
@@ -125,17 +127,12 @@ impl World<'_> {
                 idem_key: spec.idempotency_key.then_some(key),
                 fingerprint,
                 key: Self::root_key(c, seq, spec.edge),
-                deadline_at,
-                attempts: 0,
+                st: CallState::new(deadline_at, now, idempotent, spec.idempotency_key),
                 current: None,
-                prev_wait: 0,
-                sent_at: now,
                 last_outcome: None,
-                retry_cost: 0.0,
                 tried: 0,
                 fill: NO_FILL,
                 hedge: None,
-                admitted: false,
                 throttle_wait: 0,
             });
             self.send(call);

@@ -1,9 +1,12 @@
-//! The caller's side of every edge: sending attempts, timeouts, answers,
-//! and the retry decision with budgets, breakers and client-side throttles.
+//! The caller's side of every edge: sending attempts, timeouts and
+//! answers. The steps of the retry decision (breaker, throttle, budget,
+//! the decision itself) are the policy crate's [`CallState`] steps, run
+//! against the budget, breaker and throttle this world keeps per client
+//! instance or per edge.
 
 use super::*;
 use crate::metrics::TraceNote;
-use crate::policy::throttle::Admission;
+use crate::policy::call::{Decision, Guards, first_allowed};
 
 /// Who a call's budget and breaker belong to: the client instance for a
 /// client's call, the edge for a service's call or a relay.
@@ -11,30 +14,74 @@ use crate::policy::throttle::Admission;
 pub(super) struct Guard {
     pub(super) owner: Owner,
     pub(super) edge: usize,
-    client: usize,
-    instance: u32,
+    pub(super) client: usize,
+    pub(super) instance: u32,
+}
+
+/// The guards of one call, lent from the world's tables for one step.
+pub(super) struct Lent<'w> {
+    pub(super) clients: &'w mut [ClientState],
+    pub(super) edges: &'w mut [EdgeState],
+    pub(super) g: Guard,
+}
+
+impl<'w> Lent<'w> {
+    fn reborrow(&mut self) -> Lent<'_> {
+        Lent { clients: &mut *self.clients, edges: &mut *self.edges, g: self.g }
+    }
+
+    #[inline]
+    fn into_budget(self) -> Option<&'w mut Budget> {
+        match self.g.owner {
+            Owner::Client => self.clients[self.g.client].budget(self.g.instance),
+            _ => self.edges[self.g.edge].budget.as_mut(),
+        }
+    }
+
+    #[inline]
+    fn into_breaker(self) -> Option<&'w mut Breaker> {
+        match self.g.owner {
+            Owner::Client => self.clients[self.g.client].breaker(self.g.instance),
+            _ => self.edges[self.g.edge].breaker.as_mut(),
+        }
+    }
+
+    #[inline]
+    fn into_throttle(self) -> Option<&'w mut Throttle> {
+        match self.g.owner {
+            Owner::Client => self.clients[self.g.client].throttle(self.g.instance),
+            _ => self.edges[self.g.edge].throttle.as_mut(),
+        }
+    }
+}
+
+impl Guards for Lent<'_> {
+    #[inline]
+    fn budget(&mut self) -> Option<&mut Budget> {
+        self.reborrow().into_budget()
+    }
+
+    #[inline]
+    fn breaker(&mut self) -> Option<&mut Breaker> {
+        self.reborrow().into_breaker()
+    }
+
+    #[inline]
+    fn throttle(&mut self) -> Option<&mut Throttle> {
+        self.reborrow().into_throttle()
+    }
+
+    #[inline]
+    fn hedger(&mut self) -> Option<&mut Hedger> {
+        self.edges[self.g.edge].hedger.as_mut()
+    }
 }
 
 impl World<'_> {
-    pub(super) fn budget_of(&mut self, g: Guard) -> Option<&mut Budget> {
-        match g.owner {
-            Owner::Client => self.clients[g.client].budget(g.instance),
-            _ => self.edges[g.edge].budget.as_mut(),
-        }
-    }
-
-    pub(super) fn breaker_of(&mut self, g: Guard) -> Option<&mut Breaker> {
-        match g.owner {
-            Owner::Client => self.clients[g.client].breaker(g.instance),
-            _ => self.edges[g.edge].breaker.as_mut(),
-        }
-    }
-
-    pub(super) fn throttle_of(&mut self, g: Guard) -> Option<&mut Throttle> {
-        match g.owner {
-            Owner::Client => self.clients[g.client].throttle(g.instance),
-            _ => self.edges[g.edge].throttle.as_mut(),
-        }
+    /// The guards of a call with guard `g`, lent for one step.
+    #[inline]
+    pub(super) fn lent(&mut self, g: Guard) -> Lent<'_> {
+        Lent { clients: &mut self.clients, edges: &mut self.edges, g }
     }
 
     pub(super) fn guard(&self, call: &Call) -> Guard {
@@ -48,8 +95,14 @@ impl World<'_> {
             return false;
         };
         let g = Guard { owner, edge, client: it.client as usize, instance: it.instance };
+        self.first_allowed(g)
+    }
+
+    /// Whether the breaker guarding a new call with guard `g` lets it through.
+    #[inline]
+    pub(super) fn first_allowed(&mut self, g: Guard) -> bool {
         let now = self.q.now();
-        self.breaker_of(g).is_none_or(|b| b.allows_first(now))
+        first_allowed(&mut self.lent(g), now)
     }
 
     /// Sends the next attempt of a call on its edge, once its client-side
@@ -76,38 +129,28 @@ impl World<'_> {
     /// wait for a token is sent when the wait is over.
     fn admit(&mut self, id: Id) -> bool {
         let now = self.q.now();
-        let call = self.calls.get_mut(id).expect("live call");
-        if std::mem::take(&mut call.admitted) {
-            return true;
-        }
-        call.throttle_wait = 0;
         let call = self.calls.get(id).expect("live call");
         let g = self.guard(call);
-        let deadline_at = call.deadline_at;
+        let (key, next, held) = (call.key, call.st.attempts as u64 + 1, call.st.admitted);
         let class = self.intents.get(call.intent).filter(|it| it.in_window).map(|it| it.client as usize);
-        let min_attempt_time = self.s.edge_policy(g.edge).min_attempt_time;
-        let u = self.rng.unit(&[purpose::THROTTLE, call.key, call.attempts as u64 + 1]);
-        let Some(t) = self.throttle_of(g) else {
-            return true;
-        };
-        let note = match t.admit(now, u) {
-            Admission::Send => return true,
-            Admission::Refuse { p } => TraceNote::Refused { p: Some(p) },
-            Admission::Wait(wait) => {
-                if deadline_at == NEVER || now.saturating_add(wait).saturating_add(min_attempt_time) < deadline_at {
-                    if let Some(c) = class {
-                        self.m.classes[c].throttled += 1;
-                    }
-                    self.m.series.at(now).throttled += 1;
-                    let call = self.calls.get_mut(id).expect("live call");
-                    call.admitted = true;
-                    call.throttle_wait = wait;
-                    self.q.schedule_in(wait, Event::Retry { call: id });
-                    return false;
+        let policy = self.s.edge_policy(g.edge);
+        let call = self.calls.get_mut(id).expect("live call");
+        if !held {
+            call.throttle_wait = 0;
+        }
+        let rng = &self.rng;
+        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
+        let note = match call.st.gate(policy, &mut guards, now, || rng.unit(&[purpose::THROTTLE, key, next])) {
+            Gate::Send => return true,
+            Gate::Refuse { p } => TraceNote::Refused { p },
+            Gate::Wait(wait) => {
+                call.throttle_wait = wait;
+                if let Some(c) = class {
+                    self.m.classes[c].throttled += 1;
                 }
-                // The token would come too late for the deadline: give it back.
-                t.release();
-                TraceNote::Refused { p: None }
+                self.m.series.at(now).throttled += 1;
+                self.q.schedule_in(wait, Event::Retry { call: id });
+                return false;
             }
         };
         if let Some(c) = class {
@@ -122,9 +165,9 @@ impl World<'_> {
     /// previous attempt's outcome (503 for a first attempt).
     fn refuse(&mut self, id: Id, note: TraceNote) {
         let call = self.calls.get(id).expect("live call");
-        let (last, retry) = (call.last_outcome, call.attempts > 0);
+        let (last, retry) = (call.last_outcome, call.st.attempts > 0);
         let outcome = last.unwrap_or(Outcome::Status(503));
-        self.trace_note(id, call.attempts + 1, self.q.now(), note, TraceDecision::Deny(DenyReason::Throttled));
+        self.trace_note(id, call.st.attempts + 1, self.q.now(), note, TraceDecision::Deny(DenyReason::Throttled));
         if retry && self.intents.get(self.calls.get(id).expect("live").intent).is_some_and(|it| it.in_window) {
             *self.m.denials.entry(DenyReason::Throttled).or_insert(0) += 1;
         }
@@ -135,17 +178,14 @@ impl World<'_> {
     /// Sends one attempt (or one copy of a hedged call) and returns its request.
     pub(super) fn transmit(&mut self, id: Id) -> Id {
         let now = self.q.now();
-        let call = self.calls.get_mut(id).expect("live call");
-        call.attempts += 1;
-        call.sent_at = now;
-        let call = self.calls.get(id).expect("live");
-        let g = self.guard(call);
+        let g = self.guard(self.calls.get(id).expect("live call"));
         let edge = g.edge;
-        let timeout = attempt_timeout(self.s.edge_policy(edge), now, call.deadline_at);
-        let rkey = hash_words(call.key, &[call.attempts as u64]);
-        let attempt = call.attempts;
+        let policy = self.s.edge_policy(edge);
+        let call = self.calls.get_mut(id).expect("live call");
+        let timeout = call.st.on_send(policy, &mut Lent { clients: &mut self.clients, edges: &mut self.edges, g }, now);
+        let (rkey, tried) = (hash_words(call.key, &[call.st.attempts as u64]), call.tried);
         let callee = self.s.edges[edge].to;
-        let host = self.pick_host(callee, call.tried, rkey);
+        let host = self.pick_host(callee, tried, rkey);
         let replica = self.hosts[host].replica;
         if self.hosts[host].slot.is_some() && replica < 32 {
             self.calls.get_mut(id).expect("live").tried |= 1 << replica;
@@ -197,18 +237,12 @@ impl World<'_> {
                 self.m.host_sent[slot as usize - self.s.services.len()] += 1;
             }
         }
-        if let Some(b) = self.budget_of(g) {
-            b.on_send(now, attempt > 1);
-        }
-        if let Some(b) = self.breaker_of(g) {
-            b.on_send(now);
-        }
         if g.owner == Owner::Client {
             self.m.series.at(now).attempts += 1;
         }
         if timeout != NEVER {
             // A full per-try timeout has one length per policy: a FIFO lane.
-            if timeout == self.s.edge_policy(edge).per_try_timeout {
+            if timeout == policy.per_try_timeout {
                 self.q.schedule_fixed(timeout, Event::Expire { req });
             } else {
                 self.q.schedule_in(timeout, Event::Expire { req });
@@ -247,7 +281,7 @@ impl World<'_> {
         if let Some(slot) = self.hosts[req.host as usize].slot
             && !req.abandoned
         {
-            let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.sent_at));
+            let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.st.sent_at));
             if outcome == Outcome::Ok && self.intents.get(req.intent).is_some_and(|it| it.in_window) {
                 self.m.host_ok[slot as usize - self.s.services.len()] += 1;
             }
@@ -276,7 +310,7 @@ impl World<'_> {
             self.on_copy_expired(call, id);
         } else if current {
             if self.hosts[host].slot.is_some() {
-                let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.sent_at));
+                let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.st.sent_at));
                 self.host_observed(id, rtt, Outcome::Timeout);
             }
             self.requests.get_mut(id).expect("live").abandoned = true;
@@ -292,70 +326,40 @@ impl World<'_> {
         }
     }
 
-    /// The caller learnt the outcome of its current attempt.
+    /// The caller learnt the outcome of its current attempt: the policy
+    /// crate's step decides, against this call's guards.
     fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
         let now = self.q.now();
-        let call = self.calls.get(id).expect("live call");
-        let g = self.guard(call);
+        let call = self.calls.get_mut(id).expect("live call");
+        let it = self.intents.get(call.intent).expect("a call's intent is live");
+        let g =
+            Guard { owner: call.owner, edge: call.edge as usize, client: it.client as usize, instance: it.instance };
         let policy = self.s.edge_policy(g.edge);
-        let retryable = policy.retry_on.contains(outcome);
-        let (retry, refund) = (call.attempts > 1, call.retry_cost);
-        let latency = now.saturating_sub(call.sent_at);
-        let budget_grants = match self.budget_of(g) {
-            Some(b) => {
-                b.on_outcome(outcome, retry, retryable, refund);
-                outcome == Outcome::Ok || b.grants(now, outcome)
+        let (key, attempt, intent) = (call.key, call.st.attempts as u64, call.intent);
+        // The wait before this attempt, for its trace record.
+        let waited = if call.st.attempts > 1 { call.st.prev_wait } else { 0 };
+        let rng = &self.rng;
+        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
+        let draw = || rng.unit(&[purpose::JITTER, key, attempt]);
+        match call.st.after_outcome(policy, &mut guards, outcome, now, retry_after, draw) {
+            Decision::Done => {
+                self.trace(id, outcome, TraceDecision::Done, waited);
+                self.call_finished(id, Outcome::Ok, String::new());
             }
-            None => true,
-        };
-        let breaker_closed = match self.breaker_of(g) {
-            Some(b) => {
-                b.on_outcome(now, outcome, latency);
-                b.allows(now)
-            }
-            None => true,
-        };
-        if let Some(t) = self.throttle_of(g) {
-            t.on_outcome(now, outcome);
-        }
-        if outcome == Outcome::Ok {
-            self.trace(id, outcome, TraceDecision::Done);
-            self.call_finished(id, Outcome::Ok, String::new());
-            return;
-        }
-        let call = self.calls.get(id).expect("live");
-        let u = self.rng.unit(&[purpose::JITTER, call.key, call.attempts as u64]);
-        let ctx = RetryContext {
-            outcome,
-            idempotent: self.s.operations[call.operation as usize].idempotent,
-            key_sent: call.idem_key.is_some(),
-            attempts_made: call.attempts,
-            now,
-            deadline_at: call.deadline_at,
-            retry_after,
-            backoff_wait: policy.backoff.delay_after(outcome, call.attempts, call.prev_wait, u),
-            breaker_closed,
-            budget_grants,
-        };
-        match decide(policy, &ctx) {
             Decision::Retry { wait } => {
-                let cost = self.budget_of(g).map_or(0.0, |b| b.spend_retry(outcome));
-                self.trace(id, outcome, TraceDecision::Retry);
-                let call = self.calls.get_mut(id).expect("live");
-                call.retry_cost = cost;
-                call.prev_wait = wait;
-                call.last_outcome = Some(outcome);
+                self.trace(id, outcome, TraceDecision::Retry, waited);
+                self.calls.get_mut(id).expect("live").last_outcome = Some(outcome);
                 if wait == 0 {
                     self.send(id);
                 } else {
                     self.q.schedule_in(wait, Event::Retry { call: id });
                 }
             }
-            Decision::Deny(reason) => {
-                if self.intents.get(call.intent).is_some_and(|it| it.in_window) {
+            Decision::GiveUp(reason) => {
+                if self.intents.get(intent).is_some_and(|it| it.in_window) {
                     *self.m.denials.entry(reason).or_insert(0) += 1;
                 }
-                self.trace(id, outcome, TraceDecision::Deny(reason));
+                self.trace(id, outcome, TraceDecision::Deny(reason), waited);
                 let label = if reason == DenyReason::NotRetryable {
                     format!("{outcome}")
                 } else {

@@ -104,25 +104,23 @@ impl World<'_> {
         let req = self.requests.get(id).expect("live request");
         let own = if spec.policy.deadline == NEVER { NEVER } else { now.saturating_add(spec.policy.deadline) };
         let deadline_at = if spec.propagate_deadline { own.min(req.expires_at) } else { own };
+        let operation = spec.operation.map_or(req.operation, |o| o as u32);
+        let idem_key = self.downstream_key(spec.key, req.idem_key, req.intent, spec.edge);
+        let idempotent = self.s.operations[operation as usize].idempotent;
         let call = Call {
             intent: req.intent,
             edge: spec.edge as u32,
             owner: Owner::Parent(id),
-            operation: spec.operation.map_or(req.operation, |o| o as u32),
-            idem_key: self.downstream_key(spec.key, req.idem_key, req.intent, spec.edge),
+            operation,
+            idem_key,
             fingerprint: hash_words(req.fingerprint, &[spec.edge as u64]),
             key: hash_words(req.rkey, &[purpose::CHILD, index as u64]),
-            deadline_at,
-            attempts: 0,
+            st: CallState::new(deadline_at, now, idempotent, idem_key.is_some()),
             current: None,
-            prev_wait: 0,
-            sent_at: now,
             last_outcome: None,
-            retry_cost: 0.0,
             tried: 0,
             fill,
             hedge: None,
-            admitted: false,
             throttle_wait: 0,
         };
         let call = self.calls.insert(call);
@@ -173,25 +171,23 @@ impl World<'_> {
             let key = hash_words(rkey, &[purpose::RELAY, index as u64]);
             let deadline_at =
                 if call.policy.deadline == NEVER { NEVER } else { now.saturating_add(call.policy.deadline) };
+            let relay_operation = call.operation.map_or(operation as u32, |o| o as u32);
+            let relay_key = self.downstream_key(call.key, idem_key, intent, call.edge);
+            let idempotent = self.s.operations[relay_operation as usize].idempotent;
             let relay = self.calls.insert(Call {
                 intent,
                 edge: call.edge as u32,
                 owner: Owner::Relay,
-                operation: call.operation.map_or(operation as u32, |o| o as u32),
-                idem_key: self.downstream_key(call.key, idem_key, intent, call.edge),
+                operation: relay_operation,
+                idem_key: relay_key,
                 fingerprint: hash_words(fingerprint, &[call.edge as u64]),
                 key,
-                deadline_at,
-                attempts: 0,
+                st: CallState::new(deadline_at, now, idempotent, relay_key.is_some()),
                 current: None,
-                prev_wait: 0,
-                sent_at: now,
                 last_outcome: None,
-                retry_cost: 0.0,
                 tried: 0,
                 fill: NO_FILL,
                 hedge: None,
-                admitted: false,
                 throttle_wait: 0,
             });
             let delay = call.relay_delay.sample(&self.rng, &[purpose::RELAY_DELAY, key]);

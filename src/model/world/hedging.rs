@@ -8,12 +8,11 @@
 //! copy can be sent (copies, deadline, breaker, budget, extra-load cap or
 //! throttle refuse), and the call fails when no copy is left.
 
-use super::caller::Guard;
+use super::caller::{Guard, Lent};
 use super::settle::TracedAttempt;
 use super::*;
 use crate::metrics::TraceNote;
 use crate::policy::hedge::HedgeSpec;
-use crate::policy::throttle::Admission;
 
 /// One copy of a hedged call in flight.
 #[derive(Debug, Clone, Copy)]
@@ -46,22 +45,22 @@ impl World<'_> {
         let call = self.calls.get_mut(id).expect("live call");
         let first = HedgeCopy { req, copy: 0, sent: now, expired: false, trigger: None };
         call.hedge = Some(Box::new(HedgeCall { live: vec![first], sent: 1 }));
-        let edge = call.edge as usize;
-        if let Some(h) = self.edges[edge].hedger.as_mut() {
-            h.on_first(now);
+        let g = self.guard(self.calls.get(id).expect("live call"));
+        let spec = self.s.edge_policy(g.edge).hedging.as_ref().expect("a hedged edge");
+        let call = self.calls.get_mut(id).expect("live call");
+        let due = call.st.hedge_started(spec, &mut Lent { clients: &mut self.clients, edges: &mut self.edges, g }, now);
+        if let Some(delay) = due {
+            self.q.schedule_in(delay, Event::Hedge { call: id, copy: 1 });
         }
-        self.schedule_hedge(id);
     }
 
     /// Arms the hedging delay for the call's next copy, if it may have one.
     fn schedule_hedge(&mut self, id: Id) {
         let now = self.q.now();
         let call = self.calls.get(id).expect("live call");
-        let (edge, copy) = (call.edge as usize, call.hedge.as_ref().expect("hedged").sent);
-        if copy >= self.hedge_spec(edge).max_attempts {
-            return;
-        }
-        if let Some(delay) = self.edges[edge].hedger.as_mut().and_then(|h| h.next_delay(now)) {
+        let (g, copy) = (self.guard(call), call.hedge.as_ref().expect("hedged").sent);
+        let spec = self.s.edge_policy(g.edge).hedging.as_ref().expect("a hedged edge");
+        if let Some(delay) = CallState::next_hedge(spec, &mut self.lent(g), now, copy) {
             self.q.schedule_in(delay, Event::Hedge { call: id, copy });
         }
     }
@@ -82,51 +81,27 @@ impl World<'_> {
         let call = self.calls.get(id).expect("live call");
         let g = self.guard(call);
         let policy = self.s.edge_policy(g.edge);
-        let sent = call.hedge.as_ref().expect("hedged").sent;
-        if sent >= self.hedge_spec(g.edge).max_attempts {
-            return Err(DenyReason::Attempts);
-        }
-        if call.deadline_at != NEVER && now.saturating_add(policy.min_attempt_time) >= call.deadline_at {
-            return Err(DenyReason::Deadline);
-        }
+        let spec = policy.hedging.as_ref().expect("a hedged edge");
+        let (sent, key, next) = (call.hedge.as_ref().expect("hedged").sent, call.key, call.st.attempts as u64 + 1);
         let class = self.intents.get(call.intent).filter(|it| it.in_window).map(|it| it.client as usize);
-        let u = self.rng.unit(&[purpose::THROTTLE, call.key, call.attempts as u64 + 1]);
-        let cost_outcome = trigger.unwrap_or(Outcome::Timeout);
-        if !self.breaker_of(g).is_none_or(|b| b.allows(now)) {
-            return Err(DenyReason::BreakerOpen);
-        }
-        if !self.budget_of(g).is_none_or(|b| b.grants(now, cost_outcome)) {
-            return Err(DenyReason::Budget);
-        }
-        if !self.edges[g.edge].hedger.as_mut().is_none_or(|h| h.grants(now)) {
-            return Err(DenyReason::Budget);
-        }
-        if let Some(t) = self.throttle_of(g) {
-            match t.admit(now, u) {
-                Admission::Send => {}
-                refused => {
-                    if matches!(refused, Admission::Wait(_)) {
-                        // Hedges do not wait for a token: the moment has passed.
-                        t.release();
-                    }
-                    if let Some(c) = class {
-                        self.m.classes[c].throttled += 1;
-                    }
-                    self.m.series.at(now).throttled += 1;
-                    return Err(DenyReason::Throttled);
+        let call = self.calls.get_mut(id).expect("live call");
+        let rng = &self.rng;
+        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
+        let draw = || rng.unit(&[purpose::THROTTLE, key, next]);
+        if let Err(reason) = call.st.hedge_gate(policy, spec, &mut guards, now, sent, trigger, draw) {
+            if reason == DenyReason::Throttled {
+                if let Some(c) = class {
+                    self.m.classes[c].throttled += 1;
                 }
+                self.m.series.at(now).throttled += 1;
             }
-        }
-        let cost = self.budget_of(g).map_or(0.0, |b| b.spend_retry(cost_outcome));
-        if let Some(h) = self.edges[g.edge].hedger.as_mut() {
-            h.on_hedge(now);
+            return Err(reason);
         }
         if let Some(c) = class {
             self.m.classes[c].hedges += 1;
         }
         self.m.series.at(now).hedges += 1;
         let call = self.calls.get_mut(id).expect("live call");
-        call.retry_cost = cost;
         let copy = {
             let h = call.hedge.as_mut().expect("hedged");
             h.sent += 1;
@@ -149,29 +124,9 @@ impl World<'_> {
     /// the edge's latency window (to its answer, or to when it was given up).
     fn learn(&mut self, g: Guard, c: HedgeCopy, outcome: Outcome, counts: bool) {
         let now = self.q.now();
-        let latency = now.saturating_sub(c.sent);
-        if c.copy == 0
-            && let Some(h) = self.edges[g.edge].hedger.as_mut()
-        {
-            h.record(now, latency);
-        }
-        if !counts {
-            if let Some(b) = self.budget_of(g) {
-                b.on_cancel(c.copy > 0);
-            }
-            return;
-        }
         let policy = self.s.edge_policy(g.edge);
-        let retryable = policy.retry_on.contains(outcome) || self.hedge_spec(g.edge).is_non_fatal(outcome);
-        if let Some(b) = self.budget_of(g) {
-            b.on_outcome(outcome, c.copy > 0, retryable, 0.0);
-        }
-        if let Some(b) = self.breaker_of(g) {
-            b.on_outcome(now, outcome, latency);
-        }
-        if let Some(t) = self.throttle_of(g) {
-            t.on_outcome(now, outcome);
-        }
+        let spec = policy.hedging.as_ref().expect("a hedged edge");
+        CallState::learn_copy(policy, spec, &mut self.lent(g), now, c.copy, c.sent, outcome, counts);
     }
 
     fn trace_copy(&mut self, id: Id, c: HedgeCopy, outcome: Outcome, decision: TraceDecision, note: Option<TraceNote>) {

@@ -38,13 +38,14 @@ impl World<'_> {
         }
     }
 
-    /// Records the current attempt of a call of a traced intent.
-    pub(super) fn trace(&mut self, id: Id, outcome: Outcome, decision: TraceDecision) {
+    /// Records the current attempt of a call of a traced intent, sent
+    /// after waiting `wait`.
+    pub(super) fn trace(&mut self, id: Id, outcome: Outcome, decision: TraceDecision, wait: Nanos) {
         let call = self.calls.get(id).expect("live call");
         let attempt = TracedAttempt {
-            attempt: call.attempts,
-            sent: call.sent_at,
-            wait: if call.attempts > 1 { call.prev_wait } else { 0 },
+            attempt: call.st.attempts,
+            sent: call.st.sent_at,
+            wait,
             trigger: call.last_outcome,
             copy: None,
             note: (call.throttle_wait > 0).then_some(TraceNote::Delayed { wait: call.throttle_wait }),
@@ -59,7 +60,7 @@ impl World<'_> {
         let traced = TracedAttempt {
             attempt,
             sent: at,
-            wait: if attempt > 1 { call.prev_wait } else { 0 },
+            wait: if attempt > 1 { call.st.prev_wait } else { 0 },
             trigger: call.last_outcome,
             copy: None,
             note: Some(note),
@@ -74,7 +75,7 @@ impl World<'_> {
         if !it.traced {
             return;
         }
-        let remaining_deadline = (call.deadline_at != NEVER).then(|| call.deadline_at.saturating_sub(a.sent));
+        let remaining_deadline = (call.st.deadline_at != NEVER).then(|| call.st.deadline_at.saturating_sub(a.sent));
         let budget = match call.owner {
             Owner::Client => {
                 let (client, instance) = (it.client as usize, it.instance);

@@ -12,7 +12,7 @@ use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy, RetryOn};
 
 /// Cases `retrysim vectors` writes by default.
-pub const DEFAULT_CASES: usize = 38;
+pub const DEFAULT_CASES: usize = 47;
 
 const MS: Nanos = 1_000_000;
 const S: Nanos = 1_000_000_000;
@@ -351,6 +351,9 @@ pub fn designed_cases(base: &Policy) -> Vec<Case> {
         },
         seq([calls(4, vec![ok(100)]), calls(3, vec![st(429, 20), st(429, 20), ok(20)]), calls(3, vec![ok(5)])].concat()),
     );
+
+    // The hedging clock.
+    out.extend(super::hedging::hedged_cases(&plain_p));
 
     out.into_iter()
         .enumerate()

@@ -48,6 +48,8 @@ pub enum Script {
     /// answers arrive in the listed order (call index, answer), each call's
     /// retries sent at once.
     Overlapping { calls: usize, answers: Vec<(usize, Answer)> },
+    /// Hedged calls one after another (a policy with `[hedging]`).
+    Hedged(Vec<super::hedging::HedgedScript>),
 }
 
 /// A conformance case: a name, a policy and a script.
@@ -63,22 +65,24 @@ pub struct Case {
     pub seed: u64,
 }
 
-struct Rec<'p> {
-    policy: &'p Policy,
-    shared: Shared,
+pub(super) struct Rec<'p> {
+    pub(super) policy: &'p Policy,
+    pub(super) shared: Shared,
     calls: Vec<RetryState<'p, SplitMix>>,
-    steps: Vec<Value>,
-    covers: BTreeSet<String>,
-    seed: u64,
+    pub(super) steps: Vec<Value>,
+    pub(super) covers: BTreeSet<String>,
+    pub(super) seed: u64,
     /// The state after the previous step.
     last: Value,
+    /// The case hedges: its state includes the hedger's extra-load counts.
+    hedged: bool,
 }
 
 fn outcome_text(o: Outcome) -> String {
     o.to_string()
 }
 
-fn opt(ns: Nanos) -> Value {
+pub(super) fn opt(ns: Nanos) -> Value {
     if ns == NEVER { Value::Null } else { json!(ns) }
 }
 
@@ -125,6 +129,9 @@ impl<'p> Rec<'p> {
                 }),
             };
             out.insert("throttle".into(), v);
+        }
+        if let Some((first, hedges)) = s.hedger.as_mut().filter(|_| self.hedged).and_then(|h| h.extra_counts(now)) {
+            out.insert("hedger".into(), json!({ "first_attempts": first, "hedges": hedges }));
         }
         Value::Object(out)
     }
@@ -231,7 +238,7 @@ impl<'p> Rec<'p> {
     }
 
     /// The state now, with the changes since the previous step tagged.
-    fn observe(&mut self, now: Nanos) -> Value {
+    pub(super) fn observe(&mut self, now: Nanos) -> Value {
         let state = self.state(now);
         let before = std::mem::replace(&mut self.last, state.clone());
         self.tag_state(&before, &state);
@@ -271,6 +278,7 @@ impl Case {
             covers: BTreeSet::new(),
             seed: self.seed,
             last: Value::Null,
+            hedged: matches!(self.script, Script::Hedged(_)),
         };
         match &self.script {
             Script::Sequential(calls) => {
@@ -280,6 +288,7 @@ impl Case {
                 }
             }
             Script::Overlapping { calls, answers } => run_overlapping(&mut rec, *calls, answers),
+            Script::Hedged(calls) => super::hedging::run_hedged(&mut rec, calls),
         }
         if let Some(b) = policy.budget {
             let kind = match b.kind {
@@ -308,12 +317,16 @@ impl Case {
             };
             rec.covers.insert(format!("throttle:{kind}"));
         }
-        json!({
+        let mut out = json!({
             "name": self.name,
             "policy": crate::file::to_toml(policy),
             "covers": rec.covers.iter().collect::<Vec<_>>(),
             "steps": rec.steps,
-        })
+        });
+        if rec.hedged {
+            out["runtime"] = json!("hedged");
+        }
+        out
     }
 }
 

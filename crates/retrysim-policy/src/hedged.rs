@@ -1,0 +1,281 @@
+//! A hedged call (a policy with `[hedging]`) in production, with the
+//! simulator's rules: the first copy goes out like any first attempt;
+//! each further copy goes after the hedging delay, or at once after a
+//! non-fatal answer or a copy's per-try timeout; the first final answer
+//! ends the call and cancels the copies still out (or leaves them to
+//! finish, `cancel = false`). A copy whose per-try timeout passed stays in
+//! the race; such copies are given up only when no further copy may go,
+//! and the call fails when no copy is left. The steps are
+//! [`CallState`]'s hedging steps, the ones the simulator takes.
+
+use crate::call::{CallState, Decision, Gate, first_allowed};
+use crate::decision::{DenyReason, attempt_timeout};
+use crate::hedge::HedgeSpec;
+use crate::random::Random;
+use crate::state::{Admit, Shared};
+use crate::time::Nanos;
+use crate::{Outcome, Policy};
+
+/// One copy in flight.
+#[derive(Debug, Clone, Copy)]
+struct Copy {
+    copy: u32,
+    sent: Nanos,
+    expired: bool,
+}
+
+/// A copy that was just sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// Its number (0 = the first copy).
+    pub copy: u32,
+    /// Give it up after this ([`crate::NEVER`] = no timeout); it stays in the race.
+    pub timeout: Nanos,
+}
+
+/// What happened after a copy's answer or per-try timeout.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Step {
+    /// The call is over: [`Decision::Done`], or [`Decision::GiveUp`] with
+    /// `not_retryable` (a fatal answer) or why no copy could follow.
+    pub end: Option<Decision>,
+    /// The copy sent at once (a non-fatal answer or a timeout triggers
+    /// one), or why none could go; `None` when the answer ended the call.
+    pub hedge: Option<Result<Sent, DenyReason>>,
+    /// Copies whose per-try timeout had passed, given up because no copy
+    /// could follow (they count as timeouts).
+    pub given_up: Vec<u32>,
+    /// Copies still out when the call ended: cancel them (or, with
+    /// `cancel = false`, leave them to finish and ignore them).
+    pub cancel: Vec<u32>,
+}
+
+/// One hedged call's state.
+pub struct HedgedState<'p, R: Random> {
+    policy: &'p Policy,
+    spec: &'p HedgeSpec,
+    shared: Shared,
+    rng: R,
+    call: CallState,
+    live: Vec<Copy>,
+    sent: u32,
+    due_at: Option<Nanos>,
+    last_draw: Option<f64>,
+}
+
+impl<'p, R: Random> HedgedState<'p, R> {
+    /// A call starting at `now` on an idempotent operation. `None` when
+    /// the policy does not hedge.
+    pub fn new(policy: &'p Policy, shared: Shared, now: Nanos, rng: R) -> Option<Self> {
+        let spec = policy.hedging.as_ref()?;
+        let call = CallState::new(CallState::deadline_from(policy, now), now, true, false);
+        Some(Self { policy, spec, shared, rng, call, live: Vec::new(), sent: 0, due_at: None, last_draw: None })
+    }
+
+    /// Declares the operation: idempotent or not, and whether an
+    /// idempotency key is sent.
+    pub fn operation(mut self, idempotent: bool, key_sent: bool) -> Self {
+        self.call.idempotent = idempotent;
+        self.call.key_sent = key_sent;
+        self
+    }
+
+    /// When the next copy is due by the hedging delay (absolute), if one is:
+    /// call [`HedgedState::on_hedge_due`] then.
+    pub fn hedge_due_at(&self) -> Option<Nanos> {
+        self.due_at
+    }
+
+    /// The copies still out.
+    pub fn live(&self) -> Vec<u32> {
+        self.live.iter().map(|c| c.copy).collect()
+    }
+
+    /// The last random draw consumed (by the throttle), if any.
+    pub fn take_draw(&mut self) -> Option<f64> {
+        self.last_draw.take()
+    }
+
+    /// The shared handle.
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// Before the first copy, as [`crate::RetryState::before_attempt`]:
+    /// refused while the breaker is open or by the throttle; a copy sent
+    /// arms the hedging delay.
+    pub fn before_first(&mut self, now: Nanos) -> Result<Admit, DenyReason> {
+        let shared = self.shared.clone();
+        let mut s = shared.lock();
+        let s = &mut *s;
+        if !self.call.admitted && !first_allowed(s, now) {
+            return Err(DenyReason::BreakerOpen);
+        }
+        let (rng, last_draw) = (&mut self.rng, &mut self.last_draw);
+        let draw = || {
+            let u = rng.unit();
+            *last_draw = Some(u);
+            u
+        };
+        match self.call.gate(self.policy, s, now, draw) {
+            Gate::Send => {}
+            Gate::Wait(wait) => return Ok(Admit::Wait(wait)),
+            Gate::Refuse { .. } => return Err(DenyReason::Throttled),
+        }
+        let timeout = self.call.on_send(self.policy, s, now);
+        self.live.push(Copy { copy: 0, sent: now, expired: false });
+        self.sent = 1;
+        self.due_at = self.call.hedge_started(self.spec, s, now).map(|d| now.saturating_add(d));
+        Ok(Admit::Send { timeout })
+    }
+
+    /// The hedging delay is over ([`HedgedState::hedge_due_at`]): sends the
+    /// next copy if it may go (and arms the delay for the one after).
+    pub fn on_hedge_due(&mut self, now: Nanos) -> Result<Sent, DenyReason> {
+        self.due_at = None;
+        self.try_hedge(now, None)
+    }
+
+    /// Copy `copy` answered `outcome` at `now`.
+    pub fn on_copy_outcome(&mut self, copy: u32, outcome: Outcome, now: Nanos) -> Step {
+        let Some(pos) = self.live.iter().position(|c| c.copy == copy) else {
+            return Step::default(); // not out (any more): nothing to learn
+        };
+        let c = self.live.remove(pos);
+        let shared = self.shared.clone();
+        let mut s = shared.lock();
+        CallState::learn_copy(self.policy, self.spec, &mut *s, now, c.copy, c.sent, outcome, true);
+        if !self.spec.is_non_fatal(outcome) {
+            let rest = std::mem::take(&mut self.live);
+            for r in &rest {
+                CallState::learn_copy(self.policy, self.spec, &mut *s, now, r.copy, r.sent, Outcome::Timeout, false);
+            }
+            self.due_at = None;
+            let decision =
+                if outcome == Outcome::Ok { Decision::Done } else { Decision::GiveUp(DenyReason::NotRetryable) };
+            return Step { end: Some(decision), cancel: rest.iter().map(|r| r.copy).collect(), ..Step::default() };
+        }
+        drop(s);
+        self.hedge_or_settle(now, outcome)
+    }
+
+    /// Copy `copy`'s per-try timeout passed at `now`.
+    pub fn on_copy_expired(&mut self, copy: u32, now: Nanos) -> Step {
+        match self.live.iter_mut().find(|c| c.copy == copy) {
+            Some(c) => c.expired = true,
+            None => return Step::default(),
+        }
+        self.hedge_or_settle(now, Outcome::Timeout)
+    }
+
+    fn try_hedge(&mut self, now: Nanos, trigger: Option<Outcome>) -> Result<Sent, DenyReason> {
+        let shared = self.shared.clone();
+        let mut s = shared.lock();
+        let s = &mut *s;
+        let (rng, last_draw) = (&mut self.rng, &mut self.last_draw);
+        let draw = || {
+            let u = rng.unit();
+            *last_draw = Some(u);
+            u
+        };
+        self.call.hedge_gate(self.policy, self.spec, s, now, self.sent, trigger, draw)?;
+        let copy = self.sent;
+        self.sent += 1;
+        let timeout = self.call.on_send(self.policy, s, now);
+        debug_assert_eq!(timeout, attempt_timeout(self.policy, now, self.call.deadline_at));
+        self.live.push(Copy { copy, sent: now, expired: false });
+        self.due_at = CallState::next_hedge(self.spec, s, now, self.sent).map(|d| now.saturating_add(d));
+        Ok(Sent { copy, timeout })
+    }
+
+    fn hedge_or_settle(&mut self, now: Nanos, trigger: Outcome) -> Step {
+        let reason = match self.try_hedge(now, Some(trigger)) {
+            Ok(sent) => return Step { hedge: Some(Ok(sent)), ..Step::default() },
+            Err(reason) => reason,
+        };
+        let (gone, kept): (Vec<Copy>, Vec<Copy>) = self.live.iter().partition(|c| c.expired);
+        self.live = kept;
+        let shared = self.shared.clone();
+        let mut s = shared.lock();
+        for c in &gone {
+            CallState::learn_copy(self.policy, self.spec, &mut *s, now, c.copy, c.sent, Outcome::Timeout, true);
+        }
+        let given_up = gone.iter().map(|c| c.copy).collect();
+        let end = self.live.is_empty().then_some(Decision::GiveUp(reason));
+        if end.is_some() {
+            self.due_at = None;
+        }
+        Step { end, hedge: Some(Err(reason)), given_up, cancel: Vec::new() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hedge::HedgeDelay;
+    use crate::{RetryOn, SplitMix};
+
+    const MS: Nanos = 1_000_000;
+
+    fn policy(per_try_timeout: Nanos, cancel: bool) -> Policy {
+        let hedging = HedgeSpec {
+            max_attempts: 3,
+            delay: HedgeDelay::Fixed(100 * MS),
+            max_extra_load: None,
+            non_fatal: RetryOn::from_entries(&[RetryOn::parse_entry("503").unwrap()]),
+            cancel,
+        };
+        Policy { per_try_timeout, hedging: Some(hedging), ..Policy::default() }
+    }
+
+    fn start(p: &Policy) -> HedgedState<'_, SplitMix> {
+        let mut h = HedgedState::new(p, Shared::new(p), 0, SplitMix::new(1)).expect("hedged");
+        assert_eq!(h.before_first(0), Ok(Admit::Send { timeout: p.per_try_timeout }));
+        h
+    }
+
+    #[test]
+    fn copies_go_after_each_delay_and_the_first_answer_cancels_the_rest() {
+        let p = policy(crate::NEVER, true);
+        let mut h = start(&p);
+        assert_eq!(h.hedge_due_at(), Some(100 * MS));
+        assert_eq!(h.on_hedge_due(100 * MS), Ok(Sent { copy: 1, timeout: crate::NEVER }));
+        assert_eq!(h.on_hedge_due(200 * MS), Ok(Sent { copy: 2, timeout: crate::NEVER }));
+        assert_eq!(h.hedge_due_at(), None, "three copies out: no further delay");
+        let s = h.on_copy_outcome(1, Outcome::Ok, 250 * MS);
+        assert_eq!(s, Step { end: Some(Decision::Done), cancel: vec![0, 2], ..Step::default() });
+        assert!(h.live().is_empty());
+    }
+
+    #[test]
+    fn a_non_fatal_answer_sends_the_next_copy_at_once_and_the_last_one_fails_the_call() {
+        let p = policy(crate::NEVER, true);
+        let mut h = start(&p);
+        let s = h.on_copy_outcome(0, Outcome::Status(503), 10 * MS);
+        assert_eq!(s.hedge, Some(Ok(Sent { copy: 1, timeout: crate::NEVER })));
+        assert_eq!(h.hedge_due_at(), Some(110 * MS), "the delay starts again from the copy just sent");
+        h.on_copy_outcome(1, Outcome::Status(503), 20 * MS);
+        let s = h.on_copy_outcome(2, Outcome::Status(503), 30 * MS);
+        assert_eq!(s.end, Some(Decision::GiveUp(DenyReason::Attempts)));
+        let mut h = start(&p);
+        let s = h.on_copy_outcome(0, Outcome::Status(500), 10 * MS);
+        assert_eq!(s.end, Some(Decision::GiveUp(DenyReason::NotRetryable)), "500 is fatal");
+    }
+
+    #[test]
+    fn an_expired_copy_stays_in_the_race_until_no_copy_may_follow() {
+        let p = policy(50 * MS, true);
+        let mut h = start(&p);
+        assert_eq!(h.on_copy_expired(0, 50 * MS).hedge, Some(Ok(Sent { copy: 1, timeout: 50 * MS })));
+        assert_eq!(h.on_copy_expired(1, 100 * MS).hedge, Some(Ok(Sent { copy: 2, timeout: 50 * MS })));
+        // The late first copy still wins.
+        let s = h.on_copy_outcome(0, Outcome::Ok, 120 * MS);
+        assert_eq!(s, Step { end: Some(Decision::Done), cancel: vec![1, 2], ..Step::default() });
+        let mut h = start(&p);
+        h.on_copy_expired(0, 50 * MS);
+        h.on_copy_expired(1, 100 * MS);
+        let s = h.on_copy_expired(2, 150 * MS);
+        assert_eq!(s.given_up, vec![0, 1, 2]);
+        assert_eq!(s.end, Some(Decision::GiveUp(DenyReason::Attempts)));
+    }
+}
