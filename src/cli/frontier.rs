@@ -47,8 +47,9 @@ pub struct FrontierArgs {
     #[arg(long, value_name = "SERVICE")]
     pub target: Option<String>,
     /// Judge a run collapsed once its goodput ratio has stayed below half its
-    /// baseline for this long after the trigger (0s: run the whole horizon).
-    #[arg(long, value_name = "D", default_value = "60s")]
+    /// baseline for this long after the trigger, its backlog not draining
+    /// (0s: run the whole horizon).
+    #[arg(long, value_name = "D", default_value = "15s")]
     pub stop_collapsed: String,
     /// Replications per point and variant (overrides experiment.replications).
     #[arg(long, value_name = "N")]
