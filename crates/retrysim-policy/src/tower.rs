@@ -39,6 +39,9 @@ use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
+mod hedge;
+pub use hedge::{Hedge, HedgeLayer};
+
 /// A boxed future that can cross threads.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 

@@ -1,0 +1,225 @@
+//! [`HedgeLayer`]: the hedging counterpart of [`super::RetryLayer`], for a
+//! policy with `[hedging]`. Each call runs a [`HedgedState`], the steps the
+//! simulator and the hedged conformance vectors take: the first copy goes
+//! out like any first attempt; when the hedging delay comes due another
+//! copy (a clone of the request) goes, up to the policy's hedging
+//! `max_attempts` in flight; a non-fatal answer or a copy's per-try timeout
+//! sends the next copy at once; the first final answer ends the call and
+//! the copies still out are dropped, which cancels them. A copy past its
+//! per-try timeout stays in the race until no further copy may go.
+//!
+//! The copies race in one future (a poll loop over boxed futures), so the
+//! layer needs no runtime: like `RetryLayer` it takes a `sleep` function
+//! for the hedging delay and the per-try timeouts, and a `classify`
+//! function that names each answer's outcome (Retry-After plays no part in
+//! hedging and is ignored). The caller gets the answer that ended the call
+//! as it was (a fatal 500 stays a response); when every copy failed, the
+//! last answer, or [`RetryFailure::TimedOut`] when none came.
+//!
+//! With `cancel = false` the policy would leave the losers to finish; a
+//! layer without a runtime to spawn them on drops them all the same.
+//!
+//! ```ignore
+//! let layer = HedgeLayer::new(policy, classify, |d| Box::pin(tokio::time::sleep(d))).expect("[hedging]");
+//! let client = tower::ServiceBuilder::new().layer(layer).service(http_client);
+//! ```
+
+use super::{BoxFuture, RetryFailure, dur};
+use crate::hedged::{HedgedState, Step};
+use crate::random::SplitMix;
+use crate::state::{Admit, Shared};
+use crate::time::{NEVER, Nanos};
+use crate::{Outcome, Policy};
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// The layer: one hedging policy and one [`Shared`] state for every service
+/// it wraps.
+#[derive(Clone)]
+pub struct HedgeLayer<C, Z> {
+    policy: Arc<Policy>,
+    shared: Shared,
+    classify: C,
+    sleep: Z,
+    seeds: Option<Arc<AtomicU64>>,
+}
+
+impl<C, Z> HedgeLayer<C, Z> {
+    /// A layer hedging under `policy`; `classify` names each answer's
+    /// outcome, `sleep` waits. `None` when the policy has no `[hedging]`
+    /// (use [`super::RetryLayer`] for it).
+    pub fn new(policy: Policy, classify: C, sleep: Z) -> Option<Self> {
+        policy.hedging.as_ref()?;
+        let shared = Shared::new(&policy);
+        Some(Self { policy: Arc::new(policy), shared, classify, sleep, seeds: None })
+    }
+
+    /// The same layer with reproducible draws (the throttle's): the `k`-th
+    /// call draws from `SplitMix::new(seed + k)`.
+    pub fn seeded(mut self, seed: u64) -> Self {
+        self.seeds = Some(Arc::new(AtomicU64::new(seed)));
+        self
+    }
+
+    /// The shared state (budget, breaker, throttle) of every wrapped service.
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+impl<S, C: Clone, Z: Clone> Layer<S> for HedgeLayer<C, Z> {
+    type Service = Hedge<S, C, Z>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Hedge {
+            inner,
+            policy: self.policy.clone(),
+            shared: self.shared.clone(),
+            classify: self.classify.clone(),
+            sleep: self.sleep.clone(),
+            seeds: self.seeds.clone(),
+        }
+    }
+}
+
+/// The service [`HedgeLayer`] makes.
+#[derive(Clone)]
+pub struct Hedge<S, C, Z> {
+    inner: S,
+    policy: Arc<Policy>,
+    shared: Shared,
+    classify: C,
+    sleep: Z,
+    seeds: Option<Arc<AtomicU64>>,
+}
+
+/// One copy in flight: its answer and its per-try timer (gone once it fired).
+struct Flight<F> {
+    copy: u32,
+    answer: Pin<Box<F>>,
+    timer: Option<BoxFuture<()>>,
+}
+
+/// What the poll loop saw first.
+enum Event<T> {
+    Answer(usize, T),
+    Expired(usize),
+    Due,
+}
+
+impl<S, Req, C, Z> Service<Req> for Hedge<S, C, Z>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send,
+    S::Error: Send,
+    Req: Clone + Send + 'static,
+    C: Fn(&Result<S::Response, S::Error>) -> (Outcome, Option<Duration>) + Clone + Send + 'static,
+    Z: Fn(Duration) -> BoxFuture<()> + Clone + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = RetryFailure<S::Error>;
+    type Future = BoxFuture<Result<S::Response, RetryFailure<S::Error>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(RetryFailure::Inner)
+    }
+
+    fn call(&mut self, req: Req) -> Self::Future {
+        // The inner service was made ready for this call: the first copy
+        // takes it; further copies use a clone and wait until it is ready.
+        let mut first = self.inner.clone();
+        std::mem::swap(&mut first, &mut self.inner);
+        let mut svc = self.inner.clone();
+        let (policy, shared, classify, sleep) =
+            (self.policy.clone(), self.shared.clone(), self.classify.clone(), self.sleep.clone());
+        let rng = match &self.seeds {
+            Some(next) => SplitMix::new(next.fetch_add(1, Ordering::Relaxed)),
+            None => SplitMix::from_time(),
+        };
+        Box::pin(async move {
+            // One reading for the call's start and its first copy: the
+            // first copy's timer is the whole deadline.
+            let mut now = shared.now();
+            let mut state =
+                HedgedState::new(&policy, shared.clone(), now, rng).expect("HedgeLayer::new checked [hedging]");
+            let timer = {
+                let sleep = sleep.clone();
+                move |timeout: Nanos| (timeout != NEVER).then(|| sleep(dur(timeout)))
+            };
+            let timeout = loop {
+                match state.before_first(now) {
+                    Ok(Admit::Send { timeout }) => break timeout,
+                    Ok(Admit::Wait(w)) => sleep.clone()(dur(w)).await,
+                    Err(reason) => return Err(RetryFailure::Refused(reason)),
+                }
+                now = shared.now();
+            };
+            let mut flights =
+                vec![Flight { copy: 0, answer: Box::pin(first.call(req.clone())), timer: timer(timeout) }];
+            // The hedging delay, armed from the reading the state was given.
+            let arm = move |state: &HedgedState<'_, SplitMix>, now: Nanos| {
+                state.hedge_due_at().map(|at| (at, sleep(dur(at.saturating_sub(now)))))
+            };
+            let mut due = arm(&state, now);
+            let mut last: Option<Result<S::Response, S::Error>> = None;
+            while !flights.is_empty() {
+                let event = poll_fn(|cx| {
+                    for (i, f) in flights.iter_mut().enumerate() {
+                        if let Poll::Ready(r) = f.answer.as_mut().poll(cx) {
+                            return Poll::Ready(Event::Answer(i, r));
+                        }
+                        if let Some(Poll::Ready(())) = f.timer.as_mut().map(|t| t.as_mut().poll(cx)) {
+                            f.timer = None;
+                            return Poll::Ready(Event::Expired(i));
+                        }
+                    }
+                    match due.as_mut().map(|(_, t)| t.as_mut().poll(cx)) {
+                        Some(Poll::Ready(())) => Poll::Ready(Event::Due),
+                        _ => Poll::Pending,
+                    }
+                })
+                .await;
+                now = shared.now();
+                let step = match event {
+                    Event::Answer(i, r) => {
+                        let copy = flights.remove(i).copy;
+                        let (outcome, _) = classify(&r);
+                        last = Some(r);
+                        state.on_copy_outcome(copy, outcome, now)
+                    }
+                    Event::Expired(i) => state.on_copy_expired(flights[i].copy, now),
+                    Event::Due => {
+                        due = None;
+                        let hedge = Some(state.on_hedge_due(now));
+                        Step { hedge, ..Step::default() }
+                    }
+                };
+                // Copies given up or cancelled are dropped here.
+                flights.retain(|f| !step.given_up.contains(&f.copy) && !step.cancel.contains(&f.copy));
+                if step.end.is_some() {
+                    break; // Done, or GiveUp: the answer that ended the call, or the last one
+                }
+                if let Some(Ok(sent)) = step.hedge {
+                    poll_fn(|cx| svc.poll_ready(cx)).await.map_err(RetryFailure::Inner)?;
+                    let answer = Box::pin(svc.call(req.clone()));
+                    flights.push(Flight { copy: sent.copy, answer, timer: timer(sent.timeout) });
+                }
+                if due.as_ref().map(|(at, _)| *at) != state.hedge_due_at() {
+                    due = arm(&state, now);
+                }
+            }
+            drop(flights);
+            match last {
+                Some(r) => r.map_err(RetryFailure::Inner),
+                None => Err(RetryFailure::TimedOut),
+            }
+        })
+    }
+}
