@@ -36,7 +36,9 @@
 //! ```
 //!
 //! [`retry`] wraps that loop for blocking code; behind the `tower` feature,
-//! `tower::RetryLayer` wraps any `tower` service. Three example clients
+//! `tower::RetryLayer` wraps any `tower` service, and `tower::HedgeLayer`
+//! hedges one under a policy with `[hedging]` (the steps of
+//! [`HedgedState`]). Three example clients
 //! run under a policy file (`docs/vectors.md`, "Examples"), each proven by
 //! a test of the same name against a scripted server on 127.0.0.1:
 //!

@@ -1,6 +1,7 @@
 //! Behind the `tower` feature: a [`tower_layer::Layer`] (the trait `tower`
 //! re-exports as `tower::Layer`) that retries a [`tower_service::Service`]
-//! under a policy, with the decision of [`RetryState`].
+//! under a policy, with the decision of [`RetryState`], and one that hedges
+//! it ([`HedgeLayer`]).
 //!
 //! The layer does not pick an async runtime: it takes a `sleep` function
 //! (with tokio, `|d| Box::pin(tokio::time::sleep(d))`) and a `classify`
@@ -23,6 +24,11 @@
 //! let layer = RetryLayer::new(policy, classify, |d| Box::pin(tokio::time::sleep(d)));
 //! let client = tower::ServiceBuilder::new().layer(layer).service(http_client);
 //! ```
+//!
+//! [`HedgeLayer`] is its hedging counterpart for a policy with `[hedging]`:
+//! the same `classify`, `sleep`, `seeded` and `shared`, and the steps of
+//! [`crate::HedgedState`] (copies after the hedging delay, the first final
+//! answer wins, the others are dropped); `tests/tower_hedge.rs` proves it.
 
 use crate::decision::DenyReason;
 use crate::random::SplitMix;
