@@ -1,7 +1,9 @@
 //! `HedgeLayer` over a tower `service_fn` whose copies answer after
 //! scripted delays, under the shipped `policies/grpc-hedging.toml` (3
 //! copies, a 100 ms hedging delay, non-fatal 500 and 503, a 2 s deadline
-//! and no per-try timeout, so each copy's timer is the deadline left).
+//! and no per-try timeout, so each copy's timer is the deadline left),
+//! `policies/envoy-hedge.toml` (2 copies, 100 ms per try) and an inline
+//! policy whose per-try timeout comes before its hedging delay.
 //! The recorded sleeps show the delay the layer armed to the nanosecond;
 //! the service's own clock shows when each copy went out; a drop flag on
 //! each copy's future shows which copies were cancelled.
@@ -167,15 +169,31 @@ async fn when_every_copy_is_non_fatal_the_last_answer_comes_back() {
 
 #[tokio::test]
 async fn a_copy_past_its_per_try_timeout_is_hedged_and_stays_in_the_race() {
-    // envoy-hedge: 2 copies, 100 ms per try. The first copy passes its
-    // per-try timeout at 100 ms (the hedge goes then), yet answers first
-    // at 150 ms and wins; the second is cancelled.
-    let (answer, seen, _) = call(policy("envoy-hedge.toml"), vec![(200, 150 * MS), (200, 1000 * MS)]).await;
+    // 2 copies, 100 ms per try, a 300 ms hedging delay. The first copy
+    // passes its per-try timeout at 100 ms (the hedge goes then, not at
+    // 300 ms), yet answers first at 150 ms and wins; the second is
+    // cancelled. (In envoy-hedge.toml the delay and the per-try timeout
+    // coincide, and which fires first would decide.)
+    let text = "max_attempts = 1\nper_try_timeout = \"100ms\"\n[hedging]\nmax_attempts = 2\ndelay = \"300ms\"\n";
+    let p = Policy::from_toml(text, "per-try-hedge").unwrap();
+    let (answer, seen, _) = call(p, vec![(200, 150 * MS), (200, 1000 * MS)]).await;
     assert_eq!(answer, Ok(200));
     let sent = seen.sent();
     assert_eq!(sent.len(), 2);
     assert!(near(sent[1], DELAY), "{sent:?}");
     assert_eq!(seen.dropped(), [false, true]);
+}
+
+#[tokio::test]
+async fn when_every_copy_passes_its_per_try_timeout_the_call_times_out() {
+    // envoy-hedge: the second copy's per-try timeout at 200 ms leaves no
+    // copy to send, so both are given up (and dropped) without an answer.
+    let start = Instant::now();
+    let (answer, seen, sleeps) = call(policy("envoy-hedge.toml"), vec![(200, 1000 * MS), (200, 1000 * MS)]).await;
+    assert_eq!(answer, Err(RetryFailure::TimedOut));
+    assert!(near(start.elapsed(), 2 * DELAY), "{:?}", start.elapsed());
+    assert_eq!(seen.dropped(), [true, true]);
+    assert_eq!(sleeps.asked(), [DELAY, DELAY, DELAY], "a per-try timer for each copy and one hedging delay");
 }
 
 #[test]

@@ -17,7 +17,10 @@
 //! last answer, or [`RetryFailure::TimedOut`] when none came.
 //!
 //! With `cancel = false` the policy would leave the losers to finish; a
-//! layer without a runtime to spawn them on drops them all the same.
+//! layer without a runtime to spawn them on drops them all the same. A
+//! hedge waits for the inner service's `poll_ready` before it goes; the
+//! copies out are not polled meanwhile (their wake-ups are kept), so an
+//! inner service that is slow to be ready delays the answers it holds.
 //!
 //! ```ignore
 //! let layer = HedgeLayer::new(policy, classify, |d| Box::pin(tokio::time::sleep(d))).expect("[hedging]");
