@@ -100,7 +100,7 @@ pub enum BreakerState {
 ///
 /// A client class whose instances each keep a breaker of one
 /// specification can keep one `Breaker` and a [`BreakerMemory`] per
-/// instance, and [`Breaker::swap_memory`] to serve each instance in turn.
+/// instance, and [`Breaker::replace_memory`] to serve each instance in turn.
 #[derive(Debug, Clone)]
 pub struct Breaker {
     spec: BreakerSpec,
@@ -282,15 +282,13 @@ impl Breaker {
         &self.spec
     }
 
-    /// Exchanges this breaker's memory with `memory`, the memory of another
-    /// breaker of the same specification: the breaker then runs on from
-    /// where that one was, and `memory` keeps where this one was. A memory
-    /// of another kind of breaker is taken as a fresh one.
-    pub fn swap_memory(&mut self, memory: &mut BreakerMemory) {
-        std::mem::swap(&mut self.memory, memory);
-        if !self.memory.phase.fits(self.spec.kind) {
-            self.memory = BreakerMemory::new(&self.spec);
-        }
+    /// Puts `memory`, the memory of another breaker of the same
+    /// specification, in place of this breaker's own, which it returns: the
+    /// breaker then runs on from where that one was. A memory of another
+    /// kind of breaker is taken as a fresh one.
+    pub fn replace_memory(&mut self, memory: BreakerMemory) -> BreakerMemory {
+        let memory = if memory.phase.fits(self.spec.kind) { memory } else { BreakerMemory::new(&self.spec) };
+        std::mem::replace(&mut self.memory, memory)
     }
 
     /// Times the breaker opened.
@@ -406,7 +404,7 @@ impl Breaker {
                     w.add(failed, slow);
                     w.totals()
                 } else {
-                    // `swap_memory` keeps the phase fitting the kind.
+                    // `replace_memory` keeps the phase fitting the kind.
                     return;
                 }
             }

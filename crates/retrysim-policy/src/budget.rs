@@ -49,7 +49,7 @@ pub struct BudgetSpec {
 ///
 /// A client class whose instances each keep a budget of one kind needs the
 /// kind once: it can keep one `Budget` and a [`BudgetState`] per instance,
-/// and [`Budget::swap_state`] to serve each instance in turn.
+/// and [`Budget::replace_state`] to serve each instance in turn.
 #[derive(Debug, Clone)]
 pub struct Budget {
     kind: BudgetKind,
@@ -113,15 +113,13 @@ impl Budget {
         self.kind
     }
 
-    /// Exchanges this budget's state with `state`, the state of another
-    /// budget of the same kind: the budget then runs on from where that one
-    /// was, and `state` keeps where this one was. A state of another kind
-    /// is taken as a fresh one.
-    pub fn swap_state(&mut self, state: &mut BudgetState) {
-        std::mem::swap(&mut self.state, state);
-        if !self.state.fits(self.kind) {
-            self.state = BudgetState::new(self.kind);
-        }
+    /// Puts `state`, the state of another budget of the same kind, in
+    /// place of this budget's own, which it returns: the budget then runs on
+    /// from where that one was. A state of another kind is taken as a fresh
+    /// one.
+    pub fn replace_state(&mut self, state: BudgetState) -> BudgetState {
+        let state = if state.fits(self.kind) { state } else { BudgetState::new(self.kind) };
+        std::mem::replace(&mut self.state, state)
     }
 
     /// Tokens (token bucket) or capacity (quota) left; `None` for the other kinds.
@@ -187,7 +185,7 @@ impl Budget {
                 let limit = (budget_percent / 100.0 * requests as f64).max(min_retry_concurrency as f64);
                 ((u64::from(retries) + 1) as f64) <= limit
             }
-            // `swap_state` keeps the state fitting the kind.
+            // `replace_state` keeps the state fitting the kind.
             _ => true,
         }
     }

@@ -43,9 +43,9 @@ pub(super) struct Instances {
     throttle_shared: bool,
     /// What a fresh instance starts with.
     fresh: Own,
-    /// The instances' own budget states and breaker memories, by slot (an
-    /// instance's own is stale while it is bound); empty when instances keep
-    /// neither.
+    /// The instances' own budget states and breaker memories, by slot (the
+    /// bound instance's are in `budget` and `breaker`, its `Own` holds
+    /// none); empty when instances keep neither.
     own: Vec<Own>,
     /// The instances' own throttles, by slot; empty unless per instance.
     throttles: Vec<Throttle>,
@@ -149,25 +149,18 @@ impl Instances {
         let Some(i) = self.index(instance) else {
             return false;
         };
+        let own = &mut self.own[i];
+        let (state, memory) = (own.budget.take(), own.breaker.take());
+        let (state, memory) = (
+            state.zip(self.budget.as_mut()).map(|(s, b)| b.replace_state(s)),
+            memory.zip(self.breaker.as_mut()).map(|(m, b)| b.replace_memory(m)),
+        );
         if self.bound != UNBOUND {
-            let parked = self.slot[self.bound as usize] as usize - 1;
-            self.swap(parked);
+            let parked = &mut self.own[self.slot[self.bound as usize] as usize - 1];
+            (parked.budget, parked.breaker) = (state, memory);
         }
-        self.swap(i);
         self.bound = instance;
         true
-    }
-
-    /// Exchanges the budget's state and the breaker's memory with `own[i]`.
-    #[inline]
-    fn swap(&mut self, i: usize) {
-        let own = &mut self.own[i];
-        if let (Some(b), Some(state)) = (&mut self.budget, &mut own.budget) {
-            b.swap_state(state);
-        }
-        if let (Some(b), Some(memory)) = (&mut self.breaker, &mut own.breaker) {
-            b.swap_memory(memory);
-        }
     }
 
     /// The budget of `instance` (or the shared one).
