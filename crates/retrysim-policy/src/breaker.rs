@@ -32,6 +32,9 @@
 
 use crate::Outcome;
 use crate::time::Nanos;
+use window::Window;
+
+mod window;
 
 /// What opens a closed breaker.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -132,106 +135,6 @@ enum Phase {
     Open { until: Nanos },
     /// Half-open: probes sent, probes that succeeded, probes slow or failed.
     HalfOpen { sent: u32, succeeded: u32, bad: u32 },
-}
-
-/// The rolling window: ten buckets of `window / 10`, the newest being
-/// bucket `head` (times since the origin divided by the bucket's width);
-/// bucket `i` of the last ten is kept at `buckets[i % 10]`. Times never go
-/// back: an outcome at an earlier time than the newest counts in the newest
-/// bucket.
-#[derive(Debug, Clone, Copy)]
-struct Window<C> {
-    head: u64,
-    buckets: [C; BUCKETS],
-}
-
-/// The counts of one bucket: successes, failures and (wide only) slow calls.
-trait Counts: Copy + Default {
-    /// Counts one call; false (and nothing counted) if a count would not fit.
-    fn add(&mut self, failed: bool, slow: bool) -> bool;
-    /// (successes, failures, slow calls).
-    fn get(&self) -> (u64, u64, u64);
-}
-
-impl Counts for [u16; 2] {
-    #[inline]
-    fn add(&mut self, failed: bool, slow: bool) -> bool {
-        let c = &mut self[usize::from(failed)];
-        if *c == u16::MAX || slow {
-            return false;
-        }
-        *c += 1;
-        true
-    }
-
-    #[inline]
-    fn get(&self) -> (u64, u64, u64) {
-        (u64::from(self[0]), u64::from(self[1]), 0)
-    }
-}
-
-impl Counts for [u32; 3] {
-    #[inline]
-    fn add(&mut self, failed: bool, slow: bool) -> bool {
-        if failed {
-            self[1] += 1;
-        } else {
-            self[0] += 1;
-        }
-        if slow {
-            self[2] += 1;
-        }
-        true
-    }
-
-    #[inline]
-    fn get(&self) -> (u64, u64, u64) {
-        (u64::from(self[0]), u64::from(self[1]), u64::from(self[2]))
-    }
-}
-
-impl<C: Counts> Window<C> {
-    fn new() -> Self {
-        Self { head: 0, buckets: [C::default(); BUCKETS] }
-    }
-
-    /// Makes bucket `b` the newest (emptying those it passes).
-    #[inline]
-    fn advance(&mut self, b: u64) {
-        if b <= self.head {
-            return;
-        }
-        if b - self.head >= BUCKETS as u64 {
-            self.buckets = [C::default(); BUCKETS];
-        } else {
-            for i in self.head + 1..=b {
-                self.buckets[(i % BUCKETS as u64) as usize] = C::default();
-            }
-        }
-        self.head = b;
-    }
-
-    /// Counts a call in the newest bucket; false (nothing counted) if it
-    /// does not fit.
-    #[inline]
-    fn add(&mut self, failed: bool, slow: bool) -> bool {
-        self.buckets[(self.head % BUCKETS as u64) as usize].add(failed, slow)
-    }
-
-    /// (successes, failures, slow calls) over the window.
-    #[inline]
-    fn totals(&self) -> (u64, u64, u64) {
-        self.buckets.iter().fold((0, 0, 0), |(o, f, s), c| {
-            let (co, cf, cs) = c.get();
-            (o + co, f + cf, s + cs)
-        })
-    }
-}
-
-impl Window<[u16; 2]> {
-    fn widen(&self) -> Window<[u32; 3]> {
-        Window { head: self.head, buckets: self.buckets.map(|[ok, failed]| [u32::from(ok), u32::from(failed), 0]) }
-    }
 }
 
 impl BreakerMemory {
