@@ -355,6 +355,11 @@ fn summary_json_has_the_documented_shape() {
     let (_tmp, outs) = run_all(crate_root(), QUICKSTART, &[("quickstart", &["--replications", "3", "--jobs", "2"])]);
     let json = read_json(&outs[0]);
     assert_eq!(json["schema"], "retrysim.summary/1");
+    // Written straight from the summaries, it is still the canonical form:
+    // keys sorted, pretty printed as serde_json prints its own tree.
+    let text = read(&outs[0], "summary.json");
+    let canonical = serde_json::to_string_pretty(&json).unwrap() + "\n";
+    assert!(text == canonical.as_bytes(), "summary.json differs from its canonical form");
     let variants = json["variants"].as_array().expect("variants is an array");
     assert_eq!(variants.len(), 4, "quickstart has four variants");
     for v in variants {

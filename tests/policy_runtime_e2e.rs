@@ -1,18 +1,25 @@
 //! The policy runtime over real sockets: a scripted HTTP server on
 //! 127.0.0.1 answers 503, then 503 with `Retry-After: 1`, then nothing
-//! within the per-try timeout, then 200; `retrysim_policy::retry` calls it
-//! under a policy file, and the simulator runs the same script (as faults
+//! within the per-try timeout, then 200 (`http_script.rs` of the runtime
+//! crate's tests); `retrysim_policy::retry` calls it under a policy file
+//! with the GET of `examples/http_get.rs`, and the simulator runs the same script (as faults
 //! in time windows that the attempts fall into) with `--trace`. Attempts,
 //! outcomes and decisions must be the same, and each measured wait must be
 //! the simulated one within timer tolerance (never shorter, at most 150 ms
 //! longer on a loaded machine).
 
-use retrysim_policy::{Failure, Outcome, Policy, RetryError, Shared, SplitMix, retry_with};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+#[allow(dead_code)]
+#[path = "../crates/retrysim-policy/examples/http_get.rs"]
+mod http_get;
+#[path = "../crates/retrysim-policy/tests/support/http_script.rs"]
+mod http_script;
+#[path = "../crates/retrysim-policy/tests/support/served.rs"]
+mod served;
+#[path = "support/simulator_trace.rs"]
+mod simulator_trace;
+
+use http_script::{Answer, Script};
+use retrysim_policy::{Policy, RetryError, Shared, SplitMix, retry_with};
 use std::time::{Duration, Instant};
 
 const POLICY: &str = r#"name = "e2e"
@@ -80,103 +87,37 @@ start = "1s"
 duration = "300ms"
 "#;
 
-/// Serves the script: the n-th request gets the n-th answer.
-fn server() -> (u16, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let port = listener.local_addr().unwrap().port();
-    let count = Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { continue };
-            let n = seen.fetch_add(1, Ordering::SeqCst);
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 1024];
-                let _ = s.read(&mut buf);
-                let reply = match n {
-                    0 => "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    1 => {
-                        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    }
-                    2 => {
-                        std::thread::sleep(Duration::from_millis(1000));
-                        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                    }
-                    _ => "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                };
-                let _ = s.write_all(reply.as_bytes());
-            });
-        }
-    });
-    (port, count)
-}
-
-/// One GET with a read timeout: the outcome and the Retry-After header.
-fn get(port: u16, timeout: Option<Duration>) -> Result<String, Failure<String>> {
-    let mut s =
-        TcpStream::connect(("127.0.0.1", port)).map_err(|e| Failure::new(Outcome::ConnectError, e.to_string()))?;
-    s.set_read_timeout(timeout).unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
-    let mut text = String::new();
-    if let Err(e) = s.read_to_string(&mut text) {
-        let kind = e.kind();
-        let outcome = if matches!(kind, std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
-            Outcome::Timeout
-        } else {
-            Outcome::Reset
-        };
-        return Err(Failure::new(outcome, e.to_string()));
-    }
-    let status: u16 = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    if status == 200 {
-        return Ok(text);
-    }
-    let retry_after = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Retry-After: "))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
-    let f = Failure::new(Outcome::Status(status), text.clone());
-    Err(match retry_after {
-        Some(ra) => f.retry_after(ra),
-        None => f,
-    })
+/// Serves the script: 503, 503 with `Retry-After: 1`, a 200 held back
+/// for 1 s (past the 300 ms per-try timeout), 200.
+fn server() -> Script {
+    Script::start(vec![
+        Answer::status(503, &[], ""),
+        Answer::status(503, &["Retry-After: 1"], ""),
+        Answer::status(200, &[], "ok").after(Duration::from_millis(1000)),
+        Answer::status(200, &[], "ok"),
+    ])
 }
 
 #[test]
 fn the_retry_helper_over_sockets_does_what_the_simulator_traced() {
     let dir = tempfile::tempdir().unwrap();
-    let policy_path = dir.path().join("e2e-policy.toml");
-    std::fs::write(&policy_path, POLICY).unwrap();
-    let policy = Policy::load(&policy_path).unwrap();
-
     // The simulator's trace of the same script.
-    let exp = dir.path().join("e2e.toml");
-    std::fs::write(&exp, EXPERIMENT).unwrap();
-    let trace = dir.path().join("trace.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
-        .args(["run", "-q", "--no-plots", "--out"])
-        .arg(dir.path().join("out"))
-        .arg("--trace")
-        .arg(&trace)
-        .arg(&exp)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: Vec<serde_json::Value> =
-        std::fs::read_to_string(&trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows =
+        simulator_trace::run_traced(dir.path(), &[("e2e-policy.toml", POLICY), ("e2e.toml", EXPERIMENT)], "e2e.toml");
+    let policy = Policy::load(&dir.path().join("e2e-policy.toml")).unwrap();
     let sim_outcomes: Vec<String> = rows.iter().map(|r| r["outcome"].as_str().unwrap().to_string()).collect();
     let sim_waits: Vec<f64> = rows.iter().skip(1).map(|r| r["wait_s"].as_f64().unwrap()).collect();
     assert_eq!(sim_outcomes, ["503", "503", "timeout", "ok"], "{rows:?}");
 
     // The runtime crate's helper against the real server.
-    let (port, served) = server();
+    let script = server();
+    let addr = format!("127.0.0.1:{}", script.port);
     let mut outcomes = Vec::new();
     let mut spans: Vec<(Instant, Instant)> = Vec::new();
     let shared = Shared::new(&policy);
     let result = retry_with(&policy, &shared, SplitMix::new(1), |attempt| {
         let start = Instant::now();
-        let r = get(port, attempt.timeout);
+        let r = http_get::get(&addr, attempt.timeout);
         spans.push((start, Instant::now()));
         outcomes.push(match &r {
             Ok(_) => "ok".to_string(),
@@ -186,7 +127,7 @@ fn the_retry_helper_over_sockets_does_what_the_simulator_traced() {
     });
     assert!(result.is_ok(), "{:?}", result.err().map(|e: RetryError<String>| e.to_string()));
     assert_eq!(outcomes, sim_outcomes, "the same attempts and outcomes");
-    assert_eq!(served.load(Ordering::SeqCst), 4);
+    assert_eq!(script.served().len(), 4);
     let waits: Vec<f64> = spans.windows(2).map(|w| (w[1].0 - w[0].1).as_secs_f64()).collect();
     assert_eq!(sim_waits, [0.1, 1.0, 0.4], "{rows:?}");
     for (real, sim) in waits.iter().zip(&sim_waits) {

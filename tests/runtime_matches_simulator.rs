@@ -5,8 +5,10 @@
 //! outcomes) through one `Shared` and a `RetryState` per intent gives the
 //! same decision, wait and budget level after every attempt.
 
+#[path = "support/simulator_trace.rs"]
+mod simulator_trace;
+
 use retrysim_policy::{Admit, Decision, Outcome, Policy, RetryState, Shared, SplitMix};
-use std::process::Command;
 
 const POLICY: &str = r#"name = "p"
 max_attempts = 4
@@ -73,20 +75,7 @@ fn ns(secs: f64) -> u64 {
 #[test]
 fn replaying_the_trace_gives_the_same_decisions_waits_and_budget() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("p.toml"), POLICY).unwrap();
-    std::fs::write(dir.path().join("e.toml"), EXPERIMENT).unwrap();
-    let trace = dir.path().join("t.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
-        .args(["run", "-q", "--no-plots", "--out"])
-        .arg(dir.path().join("out"))
-        .arg("--trace")
-        .arg(&trace)
-        .arg(dir.path().join("e.toml"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: Vec<serde_json::Value> =
-        std::fs::read_to_string(&trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows = simulator_trace::run_traced(dir.path(), &[("p.toml", POLICY), ("e.toml", EXPERIMENT)], "e.toml");
     let decisions: Vec<&str> = rows.iter().map(|r| r["decision"].as_str().unwrap()).collect();
     for d in ["done", "retry", "budget", "breaker_open"] {
         assert!(decisions.contains(&d), "the script exercises {d}: {decisions:?}");

@@ -130,7 +130,7 @@ pub fn direct(s: &Scenario, hours: f64, max_hours: f64, precision: f64, jobs: us
     let (mut runs, mut collapses, mut exposure, mut events, mut simulated) = (0u64, 0u64, 0u64, 0u64, 0u64);
     loop {
         let reps: Vec<u32> = (runs as u32..runs as u32 + BATCH).collect();
-        let watched: Vec<Watched> = pool.install(|| reps.par_iter().map(|&r| watch(s, r)).collect());
+        let watched: Vec<Watched> = pool.install(|| reps.par_iter().with_max_len(1).map(|&r| watch(s, r)).collect());
         crate::interrupt::check()?;
         for w in watched {
             runs += 1;

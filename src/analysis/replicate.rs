@@ -105,7 +105,9 @@ pub fn run_ranges(
         tasks.iter().map(run).collect()
     } else {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
-        pool.install(|| tasks.par_iter().map(run).collect())
+        // One run per piece of work, so that an idle thread can take any
+        // run not started (rayon otherwise hands out blocks of runs).
+        pool.install(|| tasks.par_iter().with_max_len(1).map(run).collect())
     };
     // Runs cut short by Ctrl-C are not results.
     crate::interrupt::check()?;

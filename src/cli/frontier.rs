@@ -266,7 +266,10 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
         tasks.iter().map(one).collect()
     } else {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(args.sim.jobs.unwrap_or(0)).build()?;
-        pool.install(|| tasks.par_iter().map(one).collect())
+        // One search per piece of work: rayon otherwise runs neighbouring
+        // searches as one block no other thread can take, and the last block
+        // of long searches (collapsing variants) ran on one core alone.
+        pool.install(|| tasks.par_iter().with_max_len(1).map(one).collect())
     };
     crate::interrupt::check()?;
     bar.finish_and_clear();

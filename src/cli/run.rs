@@ -209,7 +209,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let elapsed = started.elapsed().as_secs_f64();
     let summaries = output::summary::summarize_against(&set, baseline);
 
-    let json = serde_json::to_string_pretty(&summary_json(&exp, &set, &summaries))? + "\n";
+    let json = summary_json(&exp, &set, &summaries)?;
     let csv = output::table::render_csv(&summaries)?;
     write_atomic(&out.join("summary.json"), json.as_bytes(), &exp.inputs)?;
     // The experiment as written, for `retrysim report`.

@@ -76,7 +76,15 @@ impl LatencyHistogram {
 
     /// Adds another histogram's values.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        self.hist.add(&other.hist).expect("histograms share bounds");
+        let same_buckets = self.hist.sigfig() == other.hist.sigfig() && self.hist.low() == other.hist.low();
+        if self.count() == 0 && other.count() > 0 && same_buckets {
+            // Into an empty histogram with the same buckets: a copy, the
+            // same counts as adding them, without growing and zeroing first.
+            self.hist = other.hist.clone();
+            self.hist.auto(true);
+        } else {
+            self.hist.add(&other.hist).expect("histograms share bounds");
+        }
         self.sum_ns += other.sum_ns;
     }
 }
@@ -100,5 +108,37 @@ mod tests {
         let each: Vec<f64> = qs.iter().map(|&q| h.quantile_s(q).unwrap()).collect();
         assert_eq!(one_pass, each);
         assert!(LatencyHistogram::default().quantiles_s(&qs).is_empty());
+    }
+
+    #[test]
+    fn merging_into_an_empty_histogram_equals_adding() {
+        let mut a = LatencyHistogram::default();
+        let mut b = LatencyHistogram::default();
+        for i in 1..=500u64 {
+            a.record(i * i * 3_700);
+            b.record(i * 91_000);
+        }
+        let qs: Vec<f64> = (1..100).map(|i| i as f64 / 100.0).chain([0.999, 1.0]).collect();
+        let mut copied = LatencyHistogram::default();
+        copied.merge(&a);
+        copied.merge(&b);
+        // The same sum recorded value by value.
+        let mut recorded = LatencyHistogram::default();
+        for i in 1..=500u64 {
+            recorded.record(i * i * 3_700);
+            recorded.record(i * 91_000);
+        }
+        assert_eq!(copied.count(), 1000);
+        assert_eq!(copied.quantiles_s(&qs), recorded.quantiles_s(&qs));
+        assert_eq!(copied.mean_s(), recorded.mean_s());
+        // Merging an empty one, or into one made with other buckets, adds.
+        let mut coarse = LatencyHistogram::with_precision(2);
+        coarse.merge(&LatencyHistogram::unallocated());
+        coarse.merge(&a);
+        assert_eq!(coarse.count(), 500);
+        assert_eq!(coarse.hist.sigfig(), 2);
+        // A copy keeps growing past the largest value it was copied with.
+        copied.record(3_600_000_000_000);
+        assert_eq!(copied.count(), 1001);
     }
 }

@@ -219,13 +219,40 @@ fn replace(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>)
         .map_err(|e| interrupted_or(e, &tmp))
         // Ctrl-C while writing: the file is not moved into place.
         .and_then(|()| Ok(crate::interrupt::check()?))
-        .and_then(|()| {
-            std::fs::rename(&tmp, path).with_context(|| format!("cannot move {} into place", path.display()))
-        });
+        .and_then(|()| move_into_place(&tmp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Renames `tmp` over `path`. Where the file system can swap two names
+/// atomically (Linux's `renameat2` with `RENAME_EXCHANGE`), an existing
+/// `path` is swapped with `tmp` and the old file, now at `tmp`, removed:
+/// `path` names the old file and then the new one, never nothing, as with
+/// a rename. On ext4 a rename over an existing file also starts writing
+/// the new file to disk and waits for it (the `auto_da_alloc` safeguard):
+/// about 0.1 ms of CPU and up to several milliseconds of waiting per
+/// file, against 20 µs for the swap. A new `path`, or a file system
+/// without the swap, gets the plain rename.
+fn move_into_place(tmp: &Path, path: &Path) -> anyhow::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        if renameat_with(CWD, tmp, CWD, path, RenameFlags::EXCHANGE).is_ok() {
+            if std::fs::symlink_metadata(tmp).is_ok_and(|m| m.file_type().is_file()) {
+                // The old contents; a failure to remove them leaves a hidden
+                // temporary file, never a missing output.
+                let _ = std::fs::remove_file(tmp);
+                return Ok(());
+            }
+            // Something else (a folder made since the check) was swapped
+            // out: it goes back, and the move fails as a rename would.
+            let _ = renameat_with(CWD, tmp, CWD, path, RenameFlags::EXCHANGE);
+            bail!("cannot move {} into place: it is no longer a regular file", path.display());
+        }
+    }
+    std::fs::rename(tmp, path).with_context(|| format!("cannot move {} into place", path.display()))
 }
 
 /// Runs `fill` on `file` through a buffer that looks at the interrupt flag.
@@ -319,6 +346,17 @@ mod tests {
         .unwrap_err();
         assert!(format!("{e:#}").contains("cannot move"), "{e:#}");
         assert!(temporaries(dir.path()).is_empty(), "{:?}", temporaries(dir.path()));
+    }
+
+    #[test]
+    fn replacing_a_file_leaves_only_the_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.txt");
+        std::fs::write(&p, b"old contents").unwrap();
+        write_atomic(&p, b"new", &[]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["out.txt"]);
     }
 
     #[cfg(unix)]

@@ -8,7 +8,7 @@ use crate::engine::to_secs_f64;
 use crate::metrics::{
     EDGE_METRICS, EFFECT_METRICS, HOST_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS,
 };
-use serde_json::{Map, Value, json};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::collections::BTreeMap;
 
 /// Quantiles at which `latency_cdf` is written.
@@ -207,82 +207,192 @@ pub fn compare_to_baseline(summaries: &mut [VariantSummary], baseline: usize) {
     }
 }
 
-fn summary_value(s: &Summary) -> Value {
-    json!({
-        "mean": s.mean,
-        "ci95": s.ci95.map(|(lo, hi)| json!([lo, hi])).unwrap_or(Value::Null),
-        "values": s.values,
-    })
+/// Entries sorted by key, the last of equal keys kept: the keys a JSON
+/// object of retrysim's outputs has, in the order they are written
+/// (`serde_json`'s maps are sorted).
+fn sorted<'a, T>(entries: impl Iterator<Item = (&'a str, T)>) -> Vec<(&'a str, T)> {
+    let mut v: Vec<(&str, T)> = entries.collect();
+    // Reversed, so that the stable sort puts the last of equal keys first.
+    v.reverse();
+    v.sort_by(|a, b| a.0.cmp(b.0));
+    v.dedup_by(|later, kept| later.0 == kept.0);
+    v
 }
 
-fn vs_baseline_value(v: &VariantSummary) -> Value {
-    if v.vs_baseline.is_empty() {
-        return Value::Null;
+/// A metric's summary: `ci95`, `mean`, `reason` (if any), `significant`
+/// (in `vs_baseline`) and `values`.
+struct MetricJson<'a> {
+    summary: &'a Summary,
+    reason: Option<&'a str>,
+    significant: Option<bool>,
+}
+
+impl Serialize for MetricJson<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let n = 3 + self.reason.is_some() as usize + self.significant.is_some() as usize;
+        let mut m = ser.serialize_map(Some(n))?;
+        m.serialize_entry("ci95", &self.summary.ci95)?;
+        m.serialize_entry("mean", &self.summary.mean)?;
+        if let Some(why) = self.reason {
+            m.serialize_entry("reason", why)?;
+        }
+        if let Some(sig) = self.significant {
+            m.serialize_entry("significant", &sig)?;
+        }
+        m.serialize_entry("values", &self.summary.values)?;
+        m.end()
     }
-    let mut m: Map<String, Value> = Map::new();
-    m.insert("baseline".into(), json!(v.baseline));
-    for (k, s) in &v.vs_baseline {
-        let mut o = summary_value(s);
-        o["significant"] = json!(crate::analysis::stats::significant(s));
-        m.insert(k.clone(), o);
+}
+
+/// A map of metric names to their summaries.
+struct MetricsJson<'a>(&'a [(String, Summary)], Option<&'a BTreeMap<String, String>>);
+
+impl Serialize for MetricsJson<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let entries = sorted(self.0.iter().map(|(k, s)| (k.as_str(), s)));
+        let mut m = ser.serialize_map(Some(entries.len()))?;
+        for (k, summary) in entries {
+            let reason = self.1.and_then(|r| r.get(k)).map(String::as_str);
+            m.serialize_entry(k, &MetricJson { summary, reason, significant: None })?;
+        }
+        m.end()
     }
-    Value::Object(m)
 }
 
-fn metrics_object(ms: &[(String, Summary)], reasons: &BTreeMap<String, String>) -> Value {
-    Value::Object(
-        ms.iter()
-            .map(|(k, s)| {
-                let mut o = summary_value(s);
-                if let Some(why) = reasons.get(k) {
-                    o["reason"] = json!(why);
-                }
-                (k.clone(), o)
-            })
-            .collect::<Map<_, _>>(),
-    )
+/// Clients, edges, services or effects: each name's metrics.
+struct GroupsJson<'a>(&'a [(String, Vec<(String, Summary)>)]);
+
+impl Serialize for GroupsJson<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let entries = sorted(self.0.iter().map(|(n, ms)| (n.as_str(), ms)));
+        let mut m = ser.serialize_map(Some(entries.len()))?;
+        for (n, ms) in entries {
+            m.serialize_entry(n, &MetricsJson(ms, None))?;
+        }
+        m.end()
+    }
 }
 
-fn groups_object(groups: &[(String, Vec<(String, Summary)>)]) -> Value {
-    let none = BTreeMap::new();
-    Value::Object(groups.iter().map(|(n, m)| (n.clone(), metrics_object(m, &none))).collect())
+/// A value of `vs_baseline`: the baseline's name or a metric's difference.
+enum VsEntry<'a> {
+    Baseline(&'a str),
+    Metric(MetricJson<'a>),
+}
+
+impl Serialize for VsEntry<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match self {
+            VsEntry::Baseline(name) => ser.serialize_str(name),
+            VsEntry::Metric(m) => m.serialize(ser),
+        }
+    }
+}
+
+/// `vs_baseline`: null for the baseline itself.
+struct VsBaselineJson<'a>(&'a VariantSummary);
+
+impl Serialize for VsBaselineJson<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let v = self.0;
+        if v.vs_baseline.is_empty() {
+            return ser.serialize_none();
+        }
+        let metrics = v.vs_baseline.iter().map(|(k, s)| {
+            let significant = Some(crate::analysis::stats::significant(s));
+            (k.as_str(), VsEntry::Metric(MetricJson { summary: s, reason: None, significant }))
+        });
+        let entries = sorted(std::iter::once(("baseline", VsEntry::Baseline(&v.baseline))).chain(metrics));
+        let mut m = ser.serialize_map(Some(entries.len()))?;
+        for (k, e) in &entries {
+            m.serialize_entry(k, e)?;
+        }
+        m.end()
+    }
+}
+
+/// `latency_cdf`: `{"latency_s": x, "q": q}` per quantile.
+struct CdfJson<'a>(&'a [(f64, f64)]);
+
+impl Serialize for CdfJson<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        struct Point(f64, f64);
+        impl Serialize for Point {
+            fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+                let mut m = ser.serialize_map(Some(2))?;
+                m.serialize_entry("latency_s", &self.1)?;
+                m.serialize_entry("q", &self.0)?;
+                m.end()
+            }
+        }
+        ser.collect_seq(self.0.iter().map(|&(q, x)| Point(q, x)))
+    }
+}
+
+/// One variant of `summary.json`.
+struct VariantJson<'a>(&'a VariantSummary, usize);
+
+impl Serialize for VariantJson<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let v = self.0;
+        let mut m = ser.serialize_map(Some(13))?;
+        m.serialize_entry("amplification_service", &v.amplification_service)?;
+        m.serialize_entry("clients", &GroupsJson(&v.clients))?;
+        m.serialize_entry("edges", &GroupsJson(&v.edges))?;
+        m.serialize_entry("effects", &GroupsJson(&v.effects))?;
+        m.serialize_entry("failures", &v.failures)?;
+        m.serialize_entry("latency_cdf", &CdfJson(&v.latency_cdf))?;
+        m.serialize_entry("metrics", &MetricsJson(&v.metrics, Some(&v.reasons)))?;
+        m.serialize_entry("name", &v.name)?;
+        m.serialize_entry("policy", &v.policy)?;
+        m.serialize_entry("replications", &self.1)?;
+        m.serialize_entry("retry_denials", &v.denials)?;
+        m.serialize_entry("services", &GroupsJson(&v.services))?;
+        m.serialize_entry("vs_baseline", &VsBaselineJson(v))?;
+        m.end()
+    }
 }
 
 /// The `summary.json` document.
-pub fn summary_json(exp: &Experiment, set: &RunSet, summaries: &[VariantSummary]) -> Value {
-    let first = &exp.variants[0];
-    let variants: Vec<Value> = summaries
-        .iter()
-        .zip(&set.variants)
-        .map(|(v, runs)| {
-            json!({
-                "name": v.name,
-                "policy": v.policy,
-                "replications": runs.runs.len(),
-                "metrics": metrics_object(&v.metrics, &v.reasons),
-                "amplification_service": v.amplification_service,
-                "clients": groups_object(&v.clients),
-                "edges": groups_object(&v.edges),
-                "services": groups_object(&v.services),
-                "effects": groups_object(&v.effects),
-                "failures": v.failures,
-                "retry_denials": v.denials,
-                "vs_baseline": vs_baseline_value(v),
-                "latency_cdf": v.latency_cdf.iter().map(|(q, x)| json!({"q": q, "latency_s": x})).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    json!({
-        "schema": "retrysim.summary/1",
-        "experiment": {
-            "name": first.name,
-            "file": exp.path.display().to_string(),
-            "seed": first.seed,
-            "duration_s": to_secs_f64(first.duration),
-            "warmup_s": to_secs_f64(first.warmup),
-            "bin_s": to_secs_f64(first.bin),
-            "show": exp.show(),
-        },
-        "variants": variants,
-    })
+struct SummaryJson<'a> {
+    exp: &'a Experiment,
+    set: &'a RunSet,
+    summaries: &'a [VariantSummary],
+}
+
+impl Serialize for SummaryJson<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        struct ExperimentJson<'a>(&'a Experiment);
+        impl Serialize for ExperimentJson<'_> {
+            fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+                let first = &self.0.variants[0];
+                let mut m = ser.serialize_map(Some(7))?;
+                m.serialize_entry("bin_s", &to_secs_f64(first.bin))?;
+                m.serialize_entry("duration_s", &to_secs_f64(first.duration))?;
+                m.serialize_entry("file", &self.0.path.display().to_string())?;
+                m.serialize_entry("name", &first.name)?;
+                m.serialize_entry("seed", &first.seed)?;
+                m.serialize_entry("show", &self.0.show())?;
+                m.serialize_entry("warmup_s", &to_secs_f64(first.warmup))?;
+                m.end()
+            }
+        }
+        let variants: Vec<VariantJson> =
+            self.summaries.iter().zip(&self.set.variants).map(|(v, runs)| VariantJson(v, runs.runs.len())).collect();
+        let mut m = ser.serialize_map(Some(3))?;
+        m.serialize_entry("experiment", &ExperimentJson(self.exp))?;
+        m.serialize_entry("schema", "retrysim.summary/1")?;
+        m.serialize_entry("variants", &variants)?;
+        m.end()
+    }
+}
+
+/// The text of `summary.json` (schema `retrysim.summary/1`), pretty
+/// printed with a final newline. Written straight from the summaries, in
+/// the order of sorted keys, with no JSON tree in between.
+pub fn summary_json(exp: &Experiment, set: &RunSet, summaries: &[VariantSummary]) -> serde_json::Result<String> {
+    let mut out = Vec::with_capacity(32 * 1024);
+    serde_json::to_writer_pretty(&mut out, &SummaryJson { exp, set, summaries })?;
+    out.push(b'\n');
+    // serde_json writes UTF-8 only.
+    String::from_utf8(out).map_err(<serde_json::Error as serde::ser::Error>::custom)
 }

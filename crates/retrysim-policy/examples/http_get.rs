@@ -5,13 +5,19 @@
 //! ```sh
 //! cargo run -p retrysim-policy --example http_get -- policies/aws-standard.toml 127.0.0.1:8080
 //! ```
+//!
+//! `tests/policy_runtime_e2e.rs` (of the simulator) sends this GET under
+//! the `retry` helper to a scripted server and compares it with the
+//! simulator's trace.
 
 use retrysim_policy::{Failure, Outcome, Policy, retry};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-fn get(addr: &str, timeout: Option<Duration>) -> Result<String, Failure<String>> {
+/// One GET of `/` at `addr`, given up after `timeout`: the answer of a 2xx,
+/// else the outcome, the status line and the Retry-After in seconds.
+pub fn get(addr: &str, timeout: Option<Duration>) -> Result<String, Failure<String>> {
     let mut s = TcpStream::connect(addr).map_err(|e| Failure::new(Outcome::ConnectError, e.to_string()))?;
     s.set_read_timeout(timeout).map_err(|e| Failure::new(Outcome::Reset, e.to_string()))?;
     s.write_all(format!("GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())

@@ -34,6 +34,17 @@
 //! }
 //! # Ok::<(), retrysim_policy::InputError>(())
 //! ```
+//!
+//! [`retry`] wraps that loop for blocking code; behind the `tower` feature,
+//! `tower::RetryLayer` wraps any `tower` service. Three example clients
+//! run under a policy file (`docs/vectors.md`, "Examples"), each proven by
+//! a test of the same name against a scripted server on 127.0.0.1:
+//!
+//! ```sh
+//! cargo run -p retrysim-policy --example http_get -- policies/aws-standard.toml 127.0.0.1:8080
+//! cargo run -p retrysim-policy --features tower --example reqwest_client -- policies/tuned-example.toml http://127.0.0.1:8080/
+//! cargo run -p retrysim-policy --features tower --example tonic_client -- policies/grpc-default.toml http://127.0.0.1:50051
+//! ```
 
 pub mod backoff;
 pub mod breaker;

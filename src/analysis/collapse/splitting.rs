@@ -151,7 +151,8 @@ pub fn estimate(s: &Scenario, observe: Nanos, plan: &Plan, jobs: usize) -> anyho
     while states.len() < plan.trials {
         let reps: Vec<u32> = (rep..rep + super::BATCH).collect();
         rep += super::BATCH;
-        let runs: Vec<_> = pool.install(|| reps.par_iter().map(|&r| flux_run(s, r, plan, observe, keep)).collect());
+        let runs: Vec<_> =
+            pool.install(|| reps.par_iter().with_max_len(1).map(|&r| flux_run(s, r, plan, observe, keep)).collect());
         crate::interrupt::check()?;
         for (kept, c, h, e) in runs {
             states.extend(kept);
@@ -181,6 +182,7 @@ pub fn estimate(s: &Scenario, observe: Nanos, plan: &Plan, jobs: usize) -> anyho
         let branches: Vec<(End, u64, Nanos)> = pool.install(|| {
             (0..n)
                 .into_par_iter()
+                .with_max_len(1)
                 .map(|j| {
                     let start = &states[j % states.len()];
                     let world = start.branch(hash_words(0x5_9117, &[i as u64, j as u64]));
