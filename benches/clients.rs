@@ -9,6 +9,11 @@
 //! replication (building the world included), reported in simulation
 //! events per second; the three should be within noise of each other.
 //!
+//! `clients/sending/<instances>`: 70 000 intents/s to 1 000 workers for
+//! 4 s, so that about 94% of 100 000 instances (and all of 10 000) send and
+//! keep a budget state and a breaker memory of their own; the two differ
+//! only in how many such states the run keeps.
+//!
 //! Run with `cargo bench --bench clients`.
 
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
@@ -40,5 +45,30 @@ fn instances(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, instances);
+fn sending(c: &mut Criterion) {
+    let mut group = c.benchmark_group("clients/sending");
+    group
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(6));
+    for n in [10_000u32, 100_000] {
+        let sets = [
+            format!("clients.web.count={n}"),
+            "clients.web.rate=70000/s".into(),
+            "services.api.workers=1000".into(),
+            "experiment.duration=4s".into(),
+        ];
+        let exp = load_experiment(Path::new(SCENARIO), &sets).expect("the scenario loads");
+        let scenario = &exp.variants[0];
+        let events = simulate(scenario, 0).events;
+        group.throughput(Throughput::Elements(events));
+        group.bench_with_input(BenchmarkId::from_parameter(n), scenario, |b, s| {
+            b.iter(|| black_box(simulate(black_box(s), 0)).events)
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, instances, sending);
 criterion_main!(benches);

@@ -15,7 +15,7 @@ use crate::engine::random::hash_words;
 use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64};
 use crate::metrics::{RunCollector, RunResult, TraceDecision, TraceRecord};
 use crate::policy::breaker::Breaker;
-use crate::policy::budget::{Budget, BudgetScope};
+use crate::policy::budget::Budget;
 use crate::policy::call::{CallState, Gate};
 use crate::policy::hedge::Hedger;
 use crate::policy::throttle::Throttle;
@@ -30,6 +30,7 @@ mod cancel;
 mod downstream;
 mod hedging;
 mod idempotency;
+mod instances;
 mod limiter;
 mod queueing;
 mod server;
@@ -39,6 +40,7 @@ mod stepping;
 
 use balancer::{Ewma, OutlierHost};
 use cache::Cache;
+use instances::Instances;
 use limiter::Limiter;
 
 /// What a random draw is for: the first word of every key.
@@ -326,72 +328,29 @@ struct ClientState {
     /// Open loop: the arrival stream and the next intent number.
     arrivals: Stream,
     next_seq: u64,
-    /// The retry budget and throttle shared by all instances, if shared.
-    shared_budget: Option<Budget>,
-    shared_throttle: Option<Throttle>,
-    /// Per-instance budgets, breakers and throttles, made on an instance's
-    /// first use (their constructors depend on the spec alone, so a state
-    /// made late is the state an idle instance would have kept): an
-    /// instance that never sends costs the 4 bytes of its `slot`.
-    own: Vec<Own>,
-    /// Index plus one of each instance's state in `own` ([`NO_SLOT`]
-    /// before its first use); empty when instances keep no state of their
-    /// own. Zero means none so that the vector comes zeroed from the
-    /// allocator: a million idle instances are not even written once.
-    slot: Vec<u32>,
-    /// What a fresh instance starts with.
-    fresh: Own,
+    /// The budgets, breakers and throttles of the instances.
+    guards: Instances,
     /// Closed loop: intents started per instance.
     rounds: Vec<u32>,
 }
 
-/// What one client instance keeps for itself.
-#[derive(Clone)]
-struct Own {
-    budget: Option<Budget>,
-    breaker: Option<Breaker>,
-    throttle: Option<Throttle>,
-}
-
-/// An instance whose own state was never needed.
-const NO_SLOT: u32 = 0;
-
 impl ClientState {
-    /// The state of `instance`, made on its first use (None when instances
-    /// keep none).
-    #[inline]
-    fn own(&mut self, instance: u32) -> Option<&mut Own> {
-        let slot = self.slot.get_mut(instance as usize)?;
-        if *slot == NO_SLOT {
-            self.own.push(self.fresh.clone());
-            *slot = self.own.len() as u32;
-        }
-        let i = *slot as usize - 1;
-        Some(&mut self.own[i])
-    }
-
     /// The budget of `instance` (or the shared one).
+    #[inline]
     fn budget(&mut self, instance: u32) -> Option<&mut Budget> {
-        if self.shared_budget.is_some() {
-            return self.shared_budget.as_mut();
-        }
-        self.fresh.budget.as_ref()?;
-        self.own(instance)?.budget.as_mut()
+        self.guards.budget(instance)
     }
 
     /// The breaker of `instance`.
+    #[inline]
     fn breaker(&mut self, instance: u32) -> Option<&mut Breaker> {
-        self.fresh.breaker.as_ref()?;
-        self.own(instance)?.breaker.as_mut()
+        self.guards.breaker(instance)
     }
 
     /// The throttle of `instance` (or the shared one).
+    #[inline]
     fn throttle(&mut self, instance: u32) -> Option<&mut Throttle> {
-        if self.shared_throttle.is_some() {
-            return self.shared_throttle.as_mut();
-        }
-        self.fresh.throttle.as_ref()?;
-        self.own(instance)?.throttle.as_mut()
+        self.guards.throttle(instance)
     }
 }
 
@@ -491,24 +450,11 @@ impl<'s> World<'s> {
             .iter()
             .enumerate()
             .map(|(c, spec)| {
-                let shared = |scope: BudgetScope| scope == BudgetScope::Shared;
-                let budget = spec.policy.budget.map(|b| (shared(b.scope), Budget::new(b.kind)));
-                let throttle = spec.policy.throttle.as_ref().map(|t| (shared(t.scope), Throttle::new(t)));
-                let fresh = Own {
-                    budget: budget.clone().filter(|b| !b.0).map(|b| b.1),
-                    breaker: spec.policy.breaker.map(Breaker::new),
-                    throttle: throttle.clone().filter(|t| !t.0).map(|t| t.1),
-                };
-                let per_instance = fresh.budget.is_some() || fresh.breaker.is_some() || fresh.throttle.is_some();
                 let closed = matches!(spec.mode, crate::config::ClientMode::Closed { .. });
                 ClientState {
                     arrivals: rng.stream(&[purpose::ARRIVAL, c as u64]),
                     next_seq: 0,
-                    shared_budget: budget.filter(|b| b.0).map(|b| b.1),
-                    shared_throttle: throttle.filter(|t| t.0).map(|t| t.1),
-                    own: Vec::new(),
-                    slot: if per_instance { vec![NO_SLOT; spec.count as usize] } else { Vec::new() },
-                    fresh,
+                    guards: Instances::new(spec),
                     rounds: if closed { vec![0; spec.count as usize] } else { Vec::new() },
                 }
             })

@@ -32,6 +32,9 @@
 
 use crate::Outcome;
 use crate::time::Nanos;
+use window::Window;
+
+mod window;
 
 /// What opens a closed breaker.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -95,26 +98,70 @@ pub enum BreakerState {
     },
 }
 
-/// One bucket of the rolling window.
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    index: u64,
-    ok: u32,
-    failed: u32,
-    slow: u32,
-}
-
-const EMPTY: Bucket = Bucket { index: u64::MAX, ok: 0, failed: 0, slow: 0 };
-
-/// One circuit breaker.
+/// One circuit breaker: its specification, kept once, and its
+/// [`BreakerMemory`].
+///
+/// A client class whose instances each keep a breaker of one
+/// specification can keep one `Breaker` and a [`BreakerMemory`] per
+/// instance, and [`Breaker::replace_memory`] to serve each instance in turn.
 #[derive(Debug, Clone)]
 pub struct Breaker {
     spec: BreakerSpec,
-    state: BreakerState,
-    buckets: [Bucket; BUCKETS],
-    /// Failures in a row (consecutive).
-    streak: u32,
+    memory: BreakerMemory,
+}
+
+/// What one breaker changes as it runs, without its specification: its
+/// state, the counts of its rolling window and the times it opened (64
+/// bytes; a `slow_call` breaker's window, or one whose buckets count past
+/// 65 535 calls, takes 128 bytes more on the heap). A client instance's own
+/// breaker.
+#[derive(Debug, Clone)]
+pub struct BreakerMemory {
+    phase: Phase,
     opened: u64,
+}
+
+/// The state, with what each state counts.
+#[derive(Debug, Clone)]
+enum Phase {
+    /// Closed (`consecutive`): failures in a row.
+    Streak(u32),
+    /// Closed (`failure_ratio`): the window, while every count fits 16 bits.
+    Narrow(Window<[u16; 2]>),
+    /// Closed: the window with slow calls (`slow_call`), or with counts
+    /// past 16 bits.
+    Wide(Box<Window<[u32; 3]>>),
+    /// Open until then.
+    Open { until: Nanos },
+    /// Half-open: probes sent, probes that succeeded, probes slow or failed.
+    HalfOpen { sent: u32, succeeded: u32, bad: u32 },
+}
+
+impl BreakerMemory {
+    /// The memory of a closed breaker of `spec` with an empty window.
+    pub fn new(spec: &BreakerSpec) -> Self {
+        Self { phase: Phase::closed(spec.kind), opened: 0 }
+    }
+}
+
+impl Phase {
+    fn closed(kind: BreakerKind) -> Self {
+        match kind {
+            BreakerKind::Consecutive { .. } => Phase::Streak(0),
+            BreakerKind::FailureRatio => Phase::Narrow(Window::new()),
+            BreakerKind::SlowCall { .. } => Phase::Wide(Box::new(Window::new())),
+        }
+    }
+
+    /// Whether a breaker of `kind` can be in this phase.
+    fn fits(&self, kind: BreakerKind) -> bool {
+        match self {
+            Phase::Streak(_) => matches!(kind, BreakerKind::Consecutive { .. }),
+            Phase::Narrow(_) => kind == BreakerKind::FailureRatio,
+            Phase::Wide(_) => !matches!(kind, BreakerKind::Consecutive { .. }),
+            Phase::Open { .. } | Phase::HalfOpen { .. } => true,
+        }
+    }
 }
 
 /// Whether an outcome counts as a failure of the service.
@@ -130,22 +177,39 @@ pub fn is_failure(outcome: Outcome) -> bool {
 impl Breaker {
     /// A closed breaker with an empty window.
     pub fn new(spec: BreakerSpec) -> Self {
-        Self { spec, state: BreakerState::Closed, buckets: [EMPTY; BUCKETS], streak: 0, opened: 0 }
+        Self { spec, memory: BreakerMemory::new(&spec) }
+    }
+
+    /// Its specification.
+    pub fn spec(&self) -> &BreakerSpec {
+        &self.spec
+    }
+
+    /// Puts `memory`, the memory of another breaker of the same
+    /// specification, in place of this breaker's own, which it returns: the
+    /// breaker then runs on from where that one was. A memory of another
+    /// kind of breaker is taken as a fresh one.
+    pub fn replace_memory(&mut self, memory: BreakerMemory) -> BreakerMemory {
+        let memory = if memory.phase.fits(self.spec.kind) { memory } else { BreakerMemory::new(&self.spec) };
+        std::mem::replace(&mut self.memory, memory)
     }
 
     /// Times the breaker opened.
     pub fn opened(&self) -> u64 {
-        self.opened
+        self.memory.opened
     }
 
     /// The current state (after moving from open to half-open if due).
     pub fn state(&mut self, now: Nanos) -> BreakerState {
-        if let BreakerState::Open { until } = self.state
-            && now >= until
-        {
-            self.state = BreakerState::HalfOpen { sent: 0, succeeded: 0, bad: 0 };
+        match self.memory.phase {
+            Phase::Streak(_) | Phase::Narrow(_) | Phase::Wide(_) => BreakerState::Closed,
+            Phase::Open { until } if now < until => BreakerState::Open { until },
+            Phase::Open { .. } => {
+                self.memory.phase = Phase::HalfOpen { sent: 0, succeeded: 0, bad: 0 };
+                BreakerState::HalfOpen { sent: 0, succeeded: 0, bad: 0 }
+            }
+            Phase::HalfOpen { sent, succeeded, bad } => BreakerState::HalfOpen { sent, succeeded, bad },
         }
-        self.state
     }
 
     /// Whether a retry (or, without `retries_only`, any call) may be sent now.
@@ -165,7 +229,7 @@ impl Breaker {
     /// A call is sent (counts half-open probes).
     pub fn on_send(&mut self, now: Nanos) {
         if let BreakerState::HalfOpen { sent, succeeded, bad } = self.state(now) {
-            self.state = BreakerState::HalfOpen { sent: sent + 1, succeeded, bad };
+            self.memory.phase = Phase::HalfOpen { sent: sent + 1, succeeded, bad };
         }
     }
 
@@ -189,7 +253,7 @@ impl Breaker {
                     let bad = bad + u32::from(slow || counts_failure);
                     let ended = succeeded + 1;
                     if ended < self.spec.half_open_probes {
-                        self.state = BreakerState::HalfOpen { sent, succeeded: ended, bad };
+                        self.memory.phase = Phase::HalfOpen { sent, succeeded: ended, bad };
                         return;
                     }
                     // resilience4j judges the probes by the same thresholds.
@@ -207,62 +271,66 @@ impl Breaker {
                     } else if succeeded + 1 >= self.spec.half_open_probes {
                         self.close();
                     } else {
-                        self.state = BreakerState::HalfOpen { sent, succeeded: succeeded + 1, bad };
+                        self.memory.phase = Phase::HalfOpen { sent, succeeded: succeeded + 1, bad };
                     }
                 }
             },
-            BreakerState::Closed => match self.spec.kind {
-                BreakerKind::Consecutive { failures } => {
-                    self.streak = if failed { self.streak + 1 } else { 0 };
-                    if self.streak >= failures {
-                        self.trip(now);
-                    }
+            BreakerState::Closed => self.count(now, failed, slow),
+        }
+    }
+
+    /// A closed breaker counts an outcome and opens if it must.
+    fn count(&mut self, now: Nanos, failed: bool, slow: bool) {
+        let b = now / self.bucket_width();
+        let (ok, bad, slow) = match (self.spec.kind, &mut self.memory.phase) {
+            (BreakerKind::Consecutive { failures }, Phase::Streak(streak)) => {
+                *streak = if failed { *streak + 1 } else { 0 };
+                if *streak >= failures {
+                    self.trip(now);
                 }
-                kind => {
-                    let b = now / self.bucket_width();
-                    let slot = &mut self.buckets[(b % BUCKETS as u64) as usize];
-                    if slot.index != b {
-                        *slot = Bucket { index: b, ..EMPTY };
-                    }
-                    if failed {
-                        slot.failed += 1;
+                return;
+            }
+            (_, phase) => {
+                if let Phase::Narrow(w) = phase {
+                    w.advance(b);
+                    if w.add(failed, slow) {
+                        w.totals()
                     } else {
-                        slot.ok += 1;
+                        let mut wide = Box::new(w.widen());
+                        wide.add(failed, slow);
+                        let totals = wide.totals();
+                        *phase = Phase::Wide(wide);
+                        totals
                     }
-                    if slow {
-                        slot.slow += 1;
-                    }
-                    let (ok, bad, slow) = self
-                        .buckets
-                        .iter()
-                        .filter(|x| x.index != u64::MAX && x.index + BUCKETS as u64 > b)
-                        .fold((0u64, 0u64, 0u64), |(o, f, s), x| {
-                            (o + x.ok as u64, f + x.failed as u64, s + x.slow as u64)
-                        });
-                    let total = ok + bad;
-                    if total < self.spec.min_requests as u64 || total == 0 {
-                        return;
-                    }
-                    let failing = self.spec.failure_ratio.is_some_and(|r| bad as f64 >= r * total as f64);
-                    let slowing =
-                        matches!(kind, BreakerKind::SlowCall { ratio, .. } if slow as f64 >= ratio * total as f64);
-                    if failing || slowing {
-                        self.trip(now);
-                    }
+                } else if let Phase::Wide(w) = phase {
+                    w.advance(b);
+                    w.add(failed, slow);
+                    w.totals()
+                } else {
+                    // `replace_memory` keeps the phase fitting the kind.
+                    return;
                 }
-            },
+            }
+        };
+        let total = ok + bad;
+        if total < self.spec.min_requests as u64 || total == 0 {
+            return;
+        }
+        let failing = self.spec.failure_ratio.is_some_and(|r| bad as f64 >= r * total as f64);
+        let slowing =
+            matches!(self.spec.kind, BreakerKind::SlowCall { ratio, .. } if slow as f64 >= ratio * total as f64);
+        if failing || slowing {
+            self.trip(now);
         }
     }
 
     fn close(&mut self) {
-        self.state = BreakerState::Closed;
-        self.buckets = [EMPTY; BUCKETS];
-        self.streak = 0;
+        self.memory.phase = Phase::closed(self.spec.kind);
     }
 
     fn trip(&mut self, now: Nanos) {
-        self.state = BreakerState::Open { until: now.saturating_add(self.spec.open_for) };
-        self.opened += 1;
+        self.memory.phase = Phase::Open { until: now.saturating_add(self.spec.open_for) };
+        self.memory.opened += 1;
     }
 }
 

@@ -45,56 +45,111 @@ pub struct BudgetSpec {
     pub scope: BudgetScope,
 }
 
-/// The state of one budget (per client instance or shared per class).
+/// A budget: its kind, kept once, and its [`BudgetState`].
+///
+/// A client class whose instances each keep a budget of one kind needs the
+/// kind once: it can keep one `Budget` and a [`BudgetState`] per instance,
+/// and [`Budget::replace_state`] to serve each instance in turn.
 #[derive(Debug, Clone)]
 pub struct Budget {
     kind: BudgetKind,
+    state: BudgetState,
+}
+
+/// What one budget of a given kind changes as it runs (16 bytes), without
+/// its kind: a client instance's own budget.
+#[derive(Debug, Clone)]
+pub struct BudgetState(State);
+
+#[derive(Debug, Clone)]
+enum State {
     /// Token bucket tokens or quota capacity.
-    level: f64,
-    /// Ratio: (time, is_retry) of recent requests within `ttl`.
-    recent: VecDeque<(Nanos, bool)>,
-    recent_retries: u64,
-    /// Concurrency: requests and retries in flight.
-    active: u64,
-    active_retries: u64,
+    Level(f64),
+    /// Ratio: the requests sent within `ttl`.
+    Recent(Box<Recent>),
+    /// Concurrency: requests and retries in flight (each one a request
+    /// in memory, so never near `u32::MAX`).
+    Active { requests: u32, retries: u32 },
+}
+
+/// The ratio budget's requests within `ttl`.
+#[derive(Debug, Clone, Default)]
+struct Recent {
+    /// (time, is_retry), oldest first.
+    sent: VecDeque<(Nanos, bool)>,
+    retries: u64,
+}
+
+impl BudgetState {
+    /// The state of a fresh budget of `kind`.
+    pub fn new(kind: BudgetKind) -> Self {
+        Self(match kind {
+            BudgetKind::TokenBucket { max_tokens, .. } => State::Level(max_tokens),
+            BudgetKind::Quota { initial, .. } => State::Level(initial),
+            BudgetKind::Ratio { .. } => State::Recent(Box::default()),
+            BudgetKind::Concurrency { .. } => State::Active { requests: 0, retries: 0 },
+        })
+    }
+
+    /// Whether this is the state of a budget of `kind`.
+    fn fits(&self, kind: BudgetKind) -> bool {
+        matches!(
+            (kind, &self.0),
+            (BudgetKind::TokenBucket { .. } | BudgetKind::Quota { .. }, State::Level(_))
+                | (BudgetKind::Ratio { .. }, State::Recent(_))
+                | (BudgetKind::Concurrency { .. }, State::Active { .. })
+        )
+    }
 }
 
 impl Budget {
     /// A fresh budget.
     pub fn new(kind: BudgetKind) -> Self {
-        let level = match kind {
-            BudgetKind::TokenBucket { max_tokens, .. } => max_tokens,
-            BudgetKind::Quota { initial, .. } => initial,
-            _ => 0.0,
-        };
-        Self { kind, level, recent: VecDeque::new(), recent_retries: 0, active: 0, active_retries: 0 }
+        Self { kind, state: BudgetState::new(kind) }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> BudgetKind {
+        self.kind
+    }
+
+    /// Puts `state`, the state of another budget of the same kind, in
+    /// place of this budget's own, which it returns: the budget then runs on
+    /// from where that one was. A state of another kind is taken as a fresh
+    /// one.
+    pub fn replace_state(&mut self, state: BudgetState) -> BudgetState {
+        let state = if state.fits(self.kind) { state } else { BudgetState::new(self.kind) };
+        std::mem::replace(&mut self.state, state)
     }
 
     /// Tokens (token bucket) or capacity (quota) left; `None` for the other kinds.
     pub fn level(&self) -> Option<f64> {
-        matches!(self.kind, BudgetKind::TokenBucket { .. } | BudgetKind::Quota { .. }).then_some(self.level)
+        match self.state.0 {
+            State::Level(level) => Some(level),
+            _ => None,
+        }
     }
 
     /// Ratio: (first attempts, retries) sent within `ttl` before `now`;
     /// concurrency: (attempts, retries) in flight; (0, 0) for the others.
     pub fn counts(&mut self, now: Nanos) -> (u64, u64) {
         self.expire(now);
-        match self.kind {
-            BudgetKind::Ratio { .. } => (self.recent.len() as u64 - self.recent_retries, self.recent_retries),
-            BudgetKind::Concurrency { .. } => (self.active, self.active_retries),
-            _ => (0, 0),
+        match &self.state.0 {
+            State::Recent(r) => (r.sent.len() as u64 - r.retries, r.retries),
+            State::Active { requests, retries } => (u64::from(*requests), u64::from(*retries)),
+            State::Level(_) => (0, 0),
         }
     }
 
     fn expire(&mut self, now: Nanos) {
-        if let BudgetKind::Ratio { ttl, .. } = self.kind {
-            while let Some(&(t, retry)) = self.recent.front() {
+        if let (BudgetKind::Ratio { ttl, .. }, State::Recent(r)) = (self.kind, &mut self.state.0) {
+            while let Some(&(t, retry)) = r.sent.front() {
                 if t.saturating_add(ttl) > now {
                     break;
                 }
-                self.recent.pop_front();
+                r.sent.pop_front();
                 if retry {
-                    self.recent_retries -= 1;
+                    r.retries -= 1;
                 }
             }
         }
@@ -115,18 +170,23 @@ impl Budget {
     /// Whether a retry after `outcome` would be granted now. Spends nothing.
     pub fn grants(&mut self, now: Nanos, outcome: Outcome) -> bool {
         self.expire(now);
-        match self.kind {
-            BudgetKind::TokenBucket { max_tokens, .. } => self.level > max_tokens / 2.0,
-            BudgetKind::Quota { .. } => self.level >= self.quota_cost(outcome),
-            BudgetKind::Ratio { ratio, min_per_sec, ttl } => {
-                let requests = (self.recent.len() as u64 - self.recent_retries) as f64;
+        match (self.kind, &self.state.0) {
+            (BudgetKind::TokenBucket { max_tokens, .. }, &State::Level(level)) => level > max_tokens / 2.0,
+            (BudgetKind::Quota { .. }, &State::Level(level)) => level >= self.quota_cost(outcome),
+            (BudgetKind::Ratio { ratio, min_per_sec, ttl }, State::Recent(r)) => {
+                let requests = (r.sent.len() as u64 - r.retries) as f64;
                 let reserve = min_per_sec * ttl as f64 / 1e9;
-                (self.recent_retries + 1) as f64 <= ratio * requests + reserve
+                (r.retries + 1) as f64 <= ratio * requests + reserve
             }
-            BudgetKind::Concurrency { budget_percent, min_retry_concurrency } => {
-                let limit = (budget_percent / 100.0 * self.active as f64).max(min_retry_concurrency as f64);
-                ((self.active_retries + 1) as f64) <= limit
+            (
+                BudgetKind::Concurrency { budget_percent, min_retry_concurrency },
+                &State::Active { requests, retries },
+            ) => {
+                let limit = (budget_percent / 100.0 * requests as f64).max(min_retry_concurrency as f64);
+                ((u64::from(retries) + 1) as f64) <= limit
             }
+            // `replace_state` keeps the state fitting the kind.
+            _ => true,
         }
     }
 
@@ -134,29 +194,29 @@ impl Budget {
     /// cost to refund if it succeeds (quota).
     pub fn spend_retry(&mut self, outcome: Outcome) -> f64 {
         let cost = self.quota_cost(outcome);
-        if matches!(self.kind, BudgetKind::Quota { .. }) {
-            self.level -= cost;
+        if let (BudgetKind::Quota { .. }, State::Level(level)) = (self.kind, &mut self.state.0) {
+            *level -= cost;
         }
         cost
     }
 
     /// An attempt is sent (`retry` = not the first attempt).
     pub fn on_send(&mut self, now: Nanos, retry: bool) {
-        match self.kind {
-            BudgetKind::Ratio { .. } => {
-                self.expire(now);
-                self.recent.push_back((now, retry));
+        self.expire(now);
+        match &mut self.state.0 {
+            State::Recent(r) => {
+                r.sent.push_back((now, retry));
                 if retry {
-                    self.recent_retries += 1;
+                    r.retries += 1;
                 }
             }
-            BudgetKind::Concurrency { .. } => {
-                self.active += 1;
+            State::Active { requests, retries } => {
+                *requests = requests.saturating_add(1);
                 if retry {
-                    self.active_retries += 1;
+                    *retries = retries.saturating_add(1);
                 }
             }
-            _ => {}
+            State::Level(_) => {}
         }
     }
 
@@ -164,10 +224,10 @@ impl Budget {
     /// the race): only the concurrency budget's count of active requests
     /// changes.
     pub fn on_cancel(&mut self, retry: bool) {
-        if let BudgetKind::Concurrency { .. } = self.kind {
-            self.active = self.active.saturating_sub(1);
+        if let State::Active { requests, retries } = &mut self.state.0 {
+            *requests = requests.saturating_sub(1);
             if retry {
-                self.active_retries = self.active_retries.saturating_sub(1);
+                *retries = retries.saturating_sub(1);
             }
         }
     }
@@ -176,27 +236,20 @@ impl Budget {
     /// policy's `retry_on`. `refund`: what [`Self::spend_retry`] cost for
     /// this attempt (0 for a first attempt).
     pub fn on_outcome(&mut self, outcome: Outcome, retry: bool, retryable: bool, refund: f64) {
-        match self.kind {
-            BudgetKind::TokenBucket { max_tokens, token_ratio } => {
+        match (self.kind, &mut self.state.0) {
+            (BudgetKind::TokenBucket { max_tokens, token_ratio }, State::Level(level)) => {
                 if outcome == Outcome::Ok {
-                    self.level = (self.level + token_ratio).min(max_tokens);
+                    *level = (*level + token_ratio).min(max_tokens);
                 } else if retryable {
-                    self.level = (self.level - 1.0).max(0.0);
+                    *level = (*level - 1.0).max(0.0);
                 }
             }
-            BudgetKind::Quota { initial, success_refund, .. } => {
-                if outcome == Outcome::Ok {
-                    let back = if retry { refund } else { success_refund };
-                    self.level = (self.level + back).min(initial);
-                }
+            (BudgetKind::Quota { initial, success_refund, .. }, State::Level(level)) if outcome == Outcome::Ok => {
+                let back = if retry { refund } else { success_refund };
+                *level = (*level + back).min(initial);
             }
-            BudgetKind::Concurrency { .. } => {
-                self.active = self.active.saturating_sub(1);
-                if retry {
-                    self.active_retries = self.active_retries.saturating_sub(1);
-                }
-            }
-            BudgetKind::Ratio { .. } => {}
+            (_, State::Active { .. }) => self.on_cancel(retry),
+            _ => {}
         }
     }
 }

@@ -16,8 +16,6 @@ use crate::config::Scenario;
 use crate::engine::Nanos;
 use crate::engine::random::{KeyedRandom, hash_words};
 use crate::metrics::timeseries::TimeSeries;
-use crate::policy::breaker::Breaker;
-use crate::policy::budget::{Budget, BudgetScope};
 
 impl<'s> World<'s> {
     /// The time of the last event processed.
@@ -78,34 +76,7 @@ impl<'s> World<'s> {
             progress_reported: c.progress_reported,
         };
         for (state, spec) in w.clients.iter_mut().zip(&s.clients) {
-            let had_own =
-                state.fresh.budget.is_some() || state.fresh.breaker.is_some() || state.fresh.throttle.is_some();
-            if state.shared_budget.is_none()
-                && state.fresh.budget.is_none()
-                && let Some(b) = spec.policy.budget
-            {
-                if b.scope == BudgetScope::Shared {
-                    state.shared_budget = Some(Budget::new(b.kind));
-                } else {
-                    state.fresh.budget = Some(Budget::new(b.kind));
-                    for own in &mut state.own {
-                        own.budget = Some(Budget::new(b.kind));
-                    }
-                }
-            }
-            if state.fresh.breaker.is_none()
-                && let Some(b) = spec.policy.breaker
-            {
-                state.fresh.breaker = Some(Breaker::new(b));
-                for own in &mut state.own {
-                    own.breaker = Some(Breaker::new(b));
-                }
-            }
-            let has_own =
-                state.fresh.budget.is_some() || state.fresh.breaker.is_some() || state.fresh.throttle.is_some();
-            if has_own && !had_own {
-                state.slot = vec![super::NO_SLOT; spec.count as usize];
-            }
+            state.guards.add_missing(spec);
         }
         w
     }
