@@ -99,7 +99,14 @@ async fn an_attempt_past_its_per_try_timeout_is_abandoned_and_retried() {
     assert_eq!(served.len(), 2);
     let between = (served[1].arrived - served[0].arrived).as_secs_f64();
     let expected = 1.0 + w1.as_secs_f64();
-    assert!(between >= expected - 0.001 && between <= expected + TOLERANCE_S, "{between} s, expected {expected} s");
+    // Arrivals are stamped when the server thread reads them: on a loaded
+    // machine the first can be stamped a few milliseconds after the client
+    // sent it (and started its per-try timeout), which shortens this gap.
+    const FIRST_STAMP_SLACK_S: f64 = 0.050;
+    assert!(
+        between >= expected - FIRST_STAMP_SLACK_S && between <= expected + TOLERANCE_S,
+        "{between} s, expected {expected} s"
+    );
 }
 
 #[tokio::test]
