@@ -70,6 +70,13 @@ name = "{name}"
 duration = "{duration}"
 replications = 1
 
+[network]
+latency = {{ dist = "const", value = "1ms" }}
+
+[[operations]]
+name = "get"
+idempotent = true
+
 [[clients]]
 name = "one"
 {arrivals}
@@ -77,17 +84,10 @@ target = "api"
 operation = "get"
 policy = "{policy}"
 
-[[operations]]
-name = "get"
-idempotent = true
-
 [[services]]
 name = "api"
 workers = {workers}
 service_time = {{ dist = "const", value = "{work}" }}
-
-[network]
-latency = {{ dist = "const", value = "1ms" }}
 
 {faults}"#
         )
