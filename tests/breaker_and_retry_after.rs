@@ -36,37 +36,6 @@ duration = "10s"
     )
 }
 
-/// 200 intents/s, half of the attempts answered 503 with `Retry-After:
-/// {retry_after}`, under a policy of `max_attempts` within a 2 s deadline
-/// and a 10 ms constant backoff.
-fn retry_after(name: &str, max_attempts: u32, retry_after: &str) -> String {
-    format!(
-        r#"
-[experiment]
-name = "{name}"
-duration = "10s"
-replications = 2
-
-[[clients]]
-name = "web"
-rate = "200/s"
-target = "api"
-policy = {{ max_attempts = {max_attempts}, deadline = "2s", per_try_timeout = "1s", retry_on = ["503"], backoff = {{ kind = "constant", base = "10ms" }} }}
-
-[[services]]
-name = "api"
-workers = 10
-service_time = {{ dist = "const", value = "1ms" }}
-
-[[faults]]
-kind = "error"
-target = "api"
-probability = 0.5
-retry_after = "{retry_after}"
-"#
-    )
-}
-
 fn mean(runs: &[RunResult], key: &str) -> f64 {
     runs.iter().map(|r| r.metrics[key].unwrap()).sum::<f64>() / runs.len() as f64
 }
@@ -100,9 +69,43 @@ fn an_open_breaker_fails_fast_and_the_service_comes_back() {
     assert!(s_guarded > s_plain - 2.0 * 2.0 / 35.0, "{s_guarded} vs {s_plain}");
 }
 
+/// 200 intents/s, half of the attempts answered 503 with `Retry-After: 5`,
+/// under a policy of 5 attempts within a 2 s deadline.
+const RETRY_AFTER: &str = r#"
+[experiment]
+name = "retry-after"
+duration = "10s"
+replications = 2
+
+[[clients]]
+name = "web"
+rate = "200/s"
+target = "api"
+policy = { max_attempts = 5, deadline = "2s", per_try_timeout = "1s", retry_on = ["503"], backoff = { kind = "constant", base = "10ms" } }
+
+[[services]]
+name = "api"
+workers = 10
+service_time = { dist = "const", value = "1ms" }
+
+[[faults]]
+kind = "error"
+target = "api"
+probability = 0.5
+retry_after = "5s"
+"#;
+
+/// `text` with each `(from, to)` replaced; each `from` must be in it.
+fn edited(text: &str, edits: &[(&str, &str)]) -> String {
+    edits.iter().fold(text.to_string(), |t, (from, to)| {
+        assert!(t.contains(from), "test bug: {from:?} not in the experiment");
+        t.replacen(from, to, 1)
+    })
+}
+
 #[test]
 fn a_retry_after_longer_than_the_remaining_deadline_gives_up_at_once() {
-    let exp = load(&retry_after("retry-after", 5, "5s"));
+    let exp = load(RETRY_AFTER);
     for r in run(&exp, 2) {
         // No retry at all: one attempt per intent, half of them fail at once.
         assert_eq!(r.metrics["attempts_per_intent"], Some(1.0));
@@ -117,7 +120,14 @@ fn a_retry_after_longer_than_the_remaining_deadline_gives_up_at_once() {
 
 #[test]
 fn a_retry_after_within_the_deadline_replaces_the_backoff() {
-    let exp = load(&retry_after("retry-after ok", 2, "300ms"));
+    let exp = load(&edited(
+        RETRY_AFTER,
+        &[
+            ("name = \"retry-after\"", "name = \"retry-after ok\""),
+            ("max_attempts = 5", "max_attempts = 2"),
+            ("retry_after = \"5s\"", "retry_after = \"300ms\""),
+        ],
+    ));
     for r in run(&exp, 2) {
         // Intents that needed the retry waited the 300 ms Retry-After, not 10 ms.
         let p50 = r.metrics["latency_p50_s"].unwrap();
