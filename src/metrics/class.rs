@@ -177,7 +177,8 @@ pub fn headline(c: &ClassCounters, x: &Context) -> MetricMap {
     put("latency_p99_s", tail.next());
     put("latency_p999_s", tail.next());
     // Every intent succeeded: the same histogram, the same quantiles.
-    let all_tails = if c.latency_failed.count() == 0 { tails } else { c.latency_all().quantiles_s(&[0.5, 0.99, 0.999]) };
+    let all_tails =
+        if c.latency_failed.count() == 0 { tails } else { c.latency_all().quantiles_s(&[0.5, 0.99, 0.999]) };
     let mut all = all_tails.into_iter();
     put("latency_all_p50_s", all.next());
     put("latency_all_p99_s", all.next());
