@@ -25,8 +25,11 @@ const MAX_LINKS: usize = 40;
 /// How an output path is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Target {
-    /// A regular file at this path (links resolved), or a new one: temporary file and rename.
+    /// A new file at this path (links resolved): temporary file and rename.
     Replace(PathBuf),
+    /// An existing regular file at this path (links resolved), so its
+    /// folder exists: temporary file and rename.
+    Overwrite(PathBuf),
     /// A character device, a FIFO or a descriptor: opened and written as is.
     Through(PathBuf),
 }
@@ -89,7 +92,7 @@ fn target(path: &Path) -> anyhow::Result<Target> {
             continue;
         }
         if ft.is_file() {
-            return Ok(Target::Replace(at));
+            return Ok(Target::Overwrite(at));
         }
         if writes_through(ft) {
             return Ok(Target::Through(at));
@@ -107,20 +110,39 @@ fn target(path: &Path) -> anyhow::Result<Target> {
 /// The identity of an existing file (device and inode), so that a hard
 /// link or another spelling of an input is still recognised.
 #[cfg(unix)]
-fn identity(path: &Path) -> Option<(u64, u64)> {
+type Identity = (u64, u64);
+#[cfg(not(unix))]
+type Identity = PathBuf;
+
+#[cfg(unix)]
+fn identity(path: &Path) -> Option<Identity> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 #[cfg(not(unix))]
-fn identity(path: &Path) -> Option<PathBuf> {
+fn identity(path: &Path) -> Option<Identity> {
     path.canonicalize().ok()
+}
+
+/// [`identity`] of an input file, looked up once per process: the inputs
+/// were read before anything is written, and every output is compared
+/// with every input.
+fn input_identity(path: &Path) -> Option<Identity> {
+    static KNOWN: std::sync::Mutex<Vec<(PathBuf, Option<Identity>)>> = std::sync::Mutex::new(Vec::new());
+    let mut known = KNOWN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, id)) = known.iter().find(|(p, _)| p == path) {
+        return id.clone();
+    }
+    let id = identity(path);
+    known.push((path.to_path_buf(), id.clone()));
+    id
 }
 
 /// Refuses `path` when it is one of `inputs`.
 fn refuse_inputs(path: &Path, inputs: &[PathBuf]) -> anyhow::Result<()> {
     let Some(out) = identity(path) else { return Ok(()) };
-    if let Some(input) = inputs.iter().find(|i| identity(i).is_some_and(|id| id == out)) {
+    if let Some(input) = inputs.iter().find(|i| input_identity(i).is_some_and(|id| id == out)) {
         let same = if input == path { String::new() } else { format!(" ({})", input.display()) };
         bail!("refusing to write {}: it is an input file of this command{same}", path.display());
     }
@@ -134,7 +156,7 @@ fn refuse_inputs(path: &Path, inputs: &[PathBuf]) -> anyhow::Result<()> {
 pub fn check_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> anyhow::Result<()> {
     for path in outputs {
         refuse_inputs(path, inputs)?;
-        if let Target::Replace(p) = target(path)?
+        if let Target::Replace(p) | Target::Overwrite(p) = target(path)?
             && p != *path
         {
             refuse_inputs(&p, inputs)?;
@@ -202,21 +224,27 @@ pub fn write_streamed(
             };
             result.map_err(|e| interrupted_or(e, &p))
         }
-        Target::Replace(p) => {
-            // Checked above unless a link led elsewhere.
-            if p != path {
-                refuse_inputs(&p, inputs)?;
-            }
-            replace(&p, fill)
+        Target::Replace(p) | Target::Overwrite(p) if p != path => {
+            refuse_inputs(&p, inputs)?;
+            replace(&p, fill, true)
         }
+        // Checked above; an existing file's folder is there.
+        Target::Replace(p) => replace(&p, fill, true),
+        Target::Overwrite(p) => replace(&p, fill, false),
     }
 }
 
 /// Writes a new file beside `path` and renames it over `path`; the
 /// temporary file never outlives a failure.
-fn replace(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
+fn replace(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
+    make_folder: bool,
+) -> anyhow::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the output folder {}", dir.display()))?;
+    if make_folder {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create the output folder {}", dir.display()))?;
+    }
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let file = File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
@@ -342,12 +370,16 @@ mod tests {
         // target; the rename then fails and the temporary file must go.
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("out.txt");
-        let e = replace(&p, |w: &mut dyn Write| {
-            std::fs::create_dir(&p).unwrap();
-            std::fs::write(p.join("keep"), b"x").unwrap();
-            w.write_all(b"data")?;
-            Ok(())
-        })
+        let e = replace(
+            &p,
+            |w: &mut dyn Write| {
+                std::fs::create_dir(&p).unwrap();
+                std::fs::write(p.join("keep"), b"x").unwrap();
+                w.write_all(b"data")?;
+                Ok(())
+            },
+            true,
+        )
         .unwrap_err();
         assert!(format!("{e:#}").contains("cannot move"), "{e:#}");
         assert!(temporaries(dir.path()).is_empty(), "{:?}", temporaries(dir.path()));
