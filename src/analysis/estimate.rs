@@ -210,7 +210,7 @@ impl Workload<'_> {
         }
         let mut problems = Vec::new();
         // A small estimate is not weighed against the free memory: reading
-        // /proc/meminfo would be about 4% of a small run's CPU time.
+        // /proc/meminfo is about 1% of a small run's CPU time.
         if f.bytes > UNCHECKED_BYTES
             && let Some(avail) = available_bytes()
             && f.bytes > 0.8 * avail
