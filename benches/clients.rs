@@ -25,16 +25,17 @@ use std::time::Duration;
 
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/clients/scenario.toml");
 
-fn instances(c: &mut Criterion) {
-    let mut group = c.benchmark_group("clients/run");
+/// The group `name`: one whole replication of the scenario with each
+/// `(instances, --set overrides)`, measured for `measure` after a warm-up.
+fn runs(c: &mut Criterion, name: &str, measure: Duration, cases: impl IntoIterator<Item = (u32, Vec<String>)>) {
+    let mut group = c.benchmark_group(name);
     group
         .sampling_mode(SamplingMode::Flat)
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
-    for n in [1_000u32, 100_000, 1_000_000] {
-        let exp =
-            load_experiment(Path::new(SCENARIO), &[format!("clients.web.count={n}")]).expect("the scenario loads");
+        .measurement_time(measure);
+    for (n, sets) in cases {
+        let exp = load_experiment(Path::new(SCENARIO), &sets).expect("the scenario loads");
         let scenario = &exp.variants[0];
         let events = simulate(scenario, 0).events;
         group.throughput(Throughput::Elements(events));
@@ -45,29 +46,22 @@ fn instances(c: &mut Criterion) {
     group.finish();
 }
 
+fn instances(c: &mut Criterion) {
+    let cases = [1_000u32, 100_000, 1_000_000].map(|n| (n, vec![format!("clients.web.count={n}")]));
+    runs(c, "clients/run", Duration::from_secs(4), cases);
+}
+
 fn sending(c: &mut Criterion) {
-    let mut group = c.benchmark_group("clients/sending");
-    group
-        .sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(6));
-    for n in [10_000u32, 100_000] {
-        let sets = [
+    let cases = [10_000u32, 100_000].map(|n| {
+        let sets = vec![
             format!("clients.web.count={n}"),
             "clients.web.rate=70000/s".into(),
             "services.api.workers=1000".into(),
             "experiment.duration=4s".into(),
         ];
-        let exp = load_experiment(Path::new(SCENARIO), &sets).expect("the scenario loads");
-        let scenario = &exp.variants[0];
-        let events = simulate(scenario, 0).events;
-        group.throughput(Throughput::Elements(events));
-        group.bench_with_input(BenchmarkId::from_parameter(n), scenario, |b, s| {
-            b.iter(|| black_box(simulate(black_box(s), 0)).events)
-        });
-    }
-    group.finish();
+        (n, sets)
+    });
+    runs(c, "clients/sending", Duration::from_secs(6), cases);
 }
 
 criterion_group!(benches, instances, sending);

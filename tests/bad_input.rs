@@ -2,9 +2,11 @@
 //! names the offending file (the experiment, or the policy file when the
 //! mistake is inside one) and the field, writes no output and never panics.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use tempfile::TempDir;
+#[path = "support/bad_input_case.rs"]
+mod bad_input_case;
+
+use bad_input_case::Case;
+use std::path::Path;
 
 const EXPERIMENT: &str = r#"[experiment]
 name = "t"
@@ -31,22 +33,10 @@ base = "10ms"
 cap = "1s"
 "#;
 
-/// A temporary folder holding an experiment `exp.toml` and its policy
-/// `p.toml`, each possibly edited by a test.
-struct Case {
-    dir: TempDir,
-}
-
+/// The minimal case, and the minimal one edited.
 impl Case {
     fn new() -> Self {
         Self::with(EXPERIMENT, POLICY)
-    }
-
-    fn with(experiment: &str, policy: &str) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("exp.toml"), experiment).unwrap();
-        std::fs::write(dir.path().join("p.toml"), policy).unwrap();
-        Self { dir }
     }
 
     /// A case whose experiment is the minimal one with `from` replaced by `to`.
@@ -59,48 +49,6 @@ impl Case {
     fn policy_edit(from: &str, to: &str) -> Self {
         assert!(POLICY.contains(from), "test bug: {from:?} not in POLICY");
         Self::with(EXPERIMENT, &POLICY.replacen(from, to, 1))
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn out(&self) -> PathBuf {
-        self.path("out")
-    }
-
-    /// `retrysim run <abs exp.toml> --out <abs out> -q EXTRA...`, run from
-    /// the temporary folder.
-    fn run(&self, extra: &[&str]) -> Output {
-        let exp = self.path("exp.toml");
-        let out = self.out();
-        Command::new(env!("CARGO_BIN_EXE_retrysim"))
-            .current_dir(self.dir.path())
-            .arg("run")
-            .arg(&exp)
-            .arg("--out")
-            .arg(&out)
-            .arg("-q")
-            .args(extra)
-            .output()
-            .expect("failed to start retrysim")
-    }
-
-    /// Runs and checks that the run was refused as bad input: exit 2, no
-    /// panic, no output files. Returns stderr.
-    fn refused(&self, extra: &[&str]) -> String {
-        let o = self.run(extra);
-        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert!(!stderr.contains("panicked"), "retrysim panicked on bad input:\n{stderr}");
-        assert_eq!(
-            o.status.code(),
-            Some(2),
-            "expected exit status 2 (bad input), got {:?}\nstderr:\n{stderr}",
-            o.status
-        );
-        assert!(stderr.starts_with("error: "), "the message should start with `error: `:\n{stderr}");
-        assert!(!self.out().join("summary.json").exists(), "a refused run must not write summary.json");
-        stderr
     }
 }
 

@@ -3,8 +3,14 @@
 //! distributions (`pareto`, `mixture`, `empirical`): exit 2, the file and
 //! the field named, what is allowed said, no output written, no panic.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[path = "support/bad_input_case.rs"]
+mod bad_input_case;
+
+use bad_input_case::Case;
+use std::path::Path;
+
+/// Every run here writes no plots.
+const NO_PLOTS: &[&str] = &["--no-plots"];
 
 const EXPERIMENT: &str = r#"[experiment]
 name = "t"
@@ -25,45 +31,6 @@ service_time = { dist = "exp", mean = "5ms" }
 
 const POLICY: &str = "per_try_timeout = \"100ms\"\n";
 
-struct Case {
-    dir: tempfile::TempDir,
-}
-
-impl Case {
-    fn new(experiment: &str, policy: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("exp.toml"), experiment).unwrap();
-        std::fs::write(dir.path().join("p.toml"), policy).unwrap();
-        Self { dir }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn run(&self) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_retrysim"))
-            .current_dir(self.dir.path())
-            .arg("run")
-            .arg(self.path("exp.toml"))
-            .arg("--out")
-            .arg(self.path("out"))
-            .args(["-q", "--no-plots"])
-            .output()
-            .unwrap()
-    }
-
-    /// Exit 2, no panic, no output; returns stderr.
-    fn refused(&self) -> String {
-        let o = self.run();
-        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert!(!stderr.contains("panicked"), "{stderr}");
-        assert_eq!(o.status.code(), Some(2), "{stderr}");
-        assert!(!self.path("out").join("summary.json").exists());
-        stderr
-    }
-}
-
 fn names(stderr: &str, file: &Path, field: &str, says: &str) {
     let want = format!("{}: field `{}`:", file.display(), field);
     assert!(stderr.contains(&want), "want {want:?} in:\n{stderr}");
@@ -71,14 +38,14 @@ fn names(stderr: &str, file: &Path, field: &str, says: &str) {
 }
 
 fn policy_case(policy: &str, field: &str, says: &str) {
-    let case = Case::new(EXPERIMENT, policy);
-    names(&case.refused(), &case.path("p.toml"), field, says);
+    let case = Case::with(EXPERIMENT, policy);
+    names(&case.refused(NO_PLOTS), &case.path("p.toml"), field, says);
 }
 
 fn service_time_case(service_time: &str, field: &str, says: &str) -> Case {
     let exp = EXPERIMENT.replace(r#"service_time = { dist = "exp", mean = "5ms" }"#, service_time);
-    let case = Case::new(&exp, POLICY);
-    names(&case.refused(), &case.path("exp.toml"), field, says);
+    let case = Case::with(&exp, POLICY);
+    names(&case.refused(NO_PLOTS), &case.path("exp.toml"), field, says);
     case
 }
 
@@ -106,10 +73,10 @@ retries_only = true
         r#"service_time = { dist = "exp", mean = "5ms" }"#,
         r#"service_time = { dist = "mixture", parts = [{ weight = 0.9, dist = "pareto", scale = "1ms", shape = 2.5 }, { weight = 0.1, dist = "empirical", file = "data/slow.txt" }] }"#,
     );
-    let case = Case::new(&exp, policy);
+    let case = Case::with(&exp, policy);
     std::fs::create_dir(case.path("data")).unwrap();
     std::fs::write(case.path("data/slow.txt"), "# seconds\n0.05\n0.08\n120ms\n").unwrap();
-    let o = case.run();
+    let o = case.run(NO_PLOTS);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(case.path("out/summary.json").is_file());
 }
@@ -252,9 +219,9 @@ fn distribution_mistakes() {
         r#"service_time = { dist = "exp", mean = "5ms" }"#,
         r#"service_time = { dist = "empirical", file = "lat.csv" }"#,
     );
-    let case = Case::new(&exp, POLICY);
+    let case = Case::with(&exp, POLICY);
     std::fs::write(case.path("lat.csv"), "quantile,value\n0,0.001\n0.5,0.002\n0.9,fast\n1,0.1\n").unwrap();
-    let stderr = case.refused();
+    let stderr = case.refused(NO_PLOTS);
     names(&stderr, &case.path("exp.toml"), "services.api.service_time.file", "line 4");
     assert!(stderr.contains("lat.csv"), "{stderr}");
 }

@@ -69,10 +69,9 @@ fn an_open_breaker_fails_fast_and_the_service_comes_back() {
     assert!(s_guarded > s_plain - 2.0 * 2.0 / 35.0, "{s_guarded} vs {s_plain}");
 }
 
-#[test]
-fn a_retry_after_longer_than_the_remaining_deadline_gives_up_at_once() {
-    let exp = load(
-        r#"
+/// 200 intents/s, half of the attempts answered 503 with `Retry-After: 5`,
+/// under a policy of 5 attempts within a 2 s deadline.
+const RETRY_AFTER: &str = r#"
 [experiment]
 name = "retry-after"
 duration = "10s"
@@ -94,8 +93,19 @@ kind = "error"
 target = "api"
 probability = 0.5
 retry_after = "5s"
-"#,
-    );
+"#;
+
+/// `text` with each `(from, to)` replaced; each `from` must be in it.
+fn edited(text: &str, edits: &[(&str, &str)]) -> String {
+    edits.iter().fold(text.to_string(), |t, (from, to)| {
+        assert!(t.contains(from), "test bug: {from:?} not in the experiment");
+        t.replacen(from, to, 1)
+    })
+}
+
+#[test]
+fn a_retry_after_longer_than_the_remaining_deadline_gives_up_at_once() {
+    let exp = load(RETRY_AFTER);
     for r in run(&exp, 2) {
         // No retry at all: one attempt per intent, half of them fail at once.
         assert_eq!(r.metrics["attempts_per_intent"], Some(1.0));
@@ -110,31 +120,14 @@ retry_after = "5s"
 
 #[test]
 fn a_retry_after_within_the_deadline_replaces_the_backoff() {
-    let exp = load(
-        r#"
-[experiment]
-name = "retry-after ok"
-duration = "10s"
-replications = 2
-
-[[clients]]
-name = "web"
-rate = "200/s"
-target = "api"
-policy = { max_attempts = 2, deadline = "2s", per_try_timeout = "1s", retry_on = ["503"], backoff = { kind = "constant", base = "10ms" } }
-
-[[services]]
-name = "api"
-workers = 10
-service_time = { dist = "const", value = "1ms" }
-
-[[faults]]
-kind = "error"
-target = "api"
-probability = 0.5
-retry_after = "300ms"
-"#,
-    );
+    let exp = load(&edited(
+        RETRY_AFTER,
+        &[
+            ("name = \"retry-after\"", "name = \"retry-after ok\""),
+            ("max_attempts = 5", "max_attempts = 2"),
+            ("retry_after = \"5s\"", "retry_after = \"300ms\""),
+        ],
+    ));
     for r in run(&exp, 2) {
         // Intents that needed the retry waited the 300 ms Retry-After, not 10 ms.
         let p50 = r.metrics["latency_p50_s"].unwrap();

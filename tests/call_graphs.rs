@@ -26,7 +26,7 @@ fn effect_mean(runs: &[RunResult], kind: &str, key: &str) -> f64 {
 /// 502/503, the db failing each attempt with probability `p`.
 fn layers(n: u32, p: f64, rate: &str, duration: &str) -> String {
     let policy = format!(r#"{{ max_attempts = {n}, per_try_timeout = "10s", retry_on = ["502", "503"] }}"#);
-    format!(
+    let mut toml = format!(
         r#"
 [experiment]
 name = "layers"
@@ -37,34 +37,17 @@ name = "sdk"
 rate = "{rate}"
 target = "gateway"
 policy = {policy}
-
-[[services]]
-name = "gateway"
-workers = 10000
-service_time = {{ dist = "const", value = "1ms" }}
-[[services.calls]]
-to = "orders"
-policy = {policy}
-
-[[services]]
-name = "orders"
-workers = 10000
-service_time = {{ dist = "const", value = "1ms" }}
-[[services.calls]]
-to = "db"
-policy = {policy}
-
-[[services]]
-name = "db"
-workers = 10000
-service_time = {{ dist = "const", value = "1ms" }}
-
-[[faults]]
-kind = "error"
-target = "db"
-probability = {p}
 "#
-    )
+    );
+    for (name, calls) in [("gateway", Some("orders")), ("orders", Some("db")), ("db", None)] {
+        toml += &format!(
+            "\n[[services]]\nname = \"{name}\"\nworkers = 10000\nservice_time = {{ dist = \"const\", value = \"1ms\" }}\n"
+        );
+        if let Some(to) = calls {
+            toml += &format!("[[services.calls]]\nto = \"{to}\"\npolicy = {policy}\n");
+        }
+    }
+    toml + &format!("\n[[faults]]\nkind = \"error\"\ntarget = \"db\"\nprobability = {p}\n")
 }
 
 #[test]

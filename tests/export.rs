@@ -3,34 +3,15 @@
 //! reported loss against the list of fields that the target cannot carry,
 //! for the shipped presets and for policies that use what no target has.
 
-use retrysim::config::load_policy_file;
+#[path = "support/exported.rs"]
+mod exported;
+
+use exported::{inline, lost, preset, why, yaml_docs};
 use retrysim::engine::NEVER;
 use retrysim::output::export::{Exported, Target, export, proto_duration};
 use retrysim::policy::Policy;
-use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
-
-fn preset(name: &str) -> Policy {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies").join(format!("{name}.toml"));
-    load_policy_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn inline(toml: &str) -> Policy {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.toml");
-    std::fs::write(&path, toml).unwrap();
-    load_policy_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn lost(x: &Exported) -> Vec<&str> {
-    x.losses.iter().map(|l| l.field.as_str()).collect()
-}
-
-fn why<'a>(x: &'a Exported, field: &str) -> Vec<&'a str> {
-    x.losses.iter().filter(|l| l.field == field).map(|l| l.why.as_str()).collect()
-}
 
 fn secs(d: &str) -> f64 {
     d.strip_suffix('s').unwrap_or_else(|| panic!("{d} is not a proto3 duration")).parse().unwrap()
@@ -224,9 +205,7 @@ deadline = \"1s\"\n[backoff]\nkind = \"exponential\"\nbase = \"1ms\"\ncap = \"1s
 /// The fragment's YAML documents: the route's retry_policy, then the cluster's circuit_breakers, if any.
 fn envoy(p: &Policy) -> (Exported, Vec<serde_yaml_ng::Value>) {
     let x = export(p, Target::Envoy);
-    let docs = serde_yaml_ng::Deserializer::from_str(&x.text)
-        .map(|d| serde_yaml_ng::Value::deserialize(d).unwrap_or_else(|e| panic!("not YAML: {e}\n{}", x.text)))
-        .collect();
+    let docs = yaml_docs(&x);
     (x, docs)
 }
 

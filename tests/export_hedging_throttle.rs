@@ -5,33 +5,11 @@
 //! `retry_mode = adaptive`, each parsed back; and what cannot be carried is
 //! named.
 
-use retrysim::config::load_policy_file;
-use retrysim::output::export::{Exported, Target, export};
-use retrysim::policy::Policy;
-use serde::Deserialize;
-use std::path::Path;
+#[path = "support/exported.rs"]
+mod exported;
 
-fn preset(name: &str) -> Policy {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies").join(format!("{name}.toml"));
-    load_policy_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn inline(toml: &str) -> Policy {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.toml");
-    std::fs::write(&path, toml).unwrap();
-    load_policy_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn lost(x: &Exported) -> Vec<&str> {
-    x.losses.iter().map(|l| l.field.as_str()).collect()
-}
-
-fn yaml_docs(x: &Exported) -> Vec<serde_yaml_ng::Value> {
-    serde_yaml_ng::Deserializer::from_str(&x.text)
-        .map(|d| serde_yaml_ng::Value::deserialize(d).unwrap_or_else(|e| panic!("not YAML: {e}\n{}", x.text)))
-        .collect()
-}
+use exported::{inline, lost, preset, yaml_docs};
+use retrysim::output::export::{Target, export};
 
 #[test]
 fn grpc_hedging_becomes_a_hedging_policy_with_retry_throttling() {
@@ -65,7 +43,7 @@ fn a_learnt_hedging_delay_and_an_extra_load_cap_are_named_as_losses() {
 #[test]
 fn envoy_hedges_on_per_try_timeout_in_document_order() {
     let x = export(&preset("envoy-hedge"), Target::Envoy);
-    let docs = yaml_docs(&x);
+    let docs: Vec<serde_yaml_ng::Value> = yaml_docs(&x);
     assert_eq!(docs.len(), 1, "{}", x.text);
     let route = &docs[0];
     // RouteAction fields: retry_policy, then hedge_policy.
@@ -93,7 +71,7 @@ throttle = { kind = "sre", k = 4.0, window = "30s" }
 "#,
     );
     let x = export(&p, Target::Envoy);
-    let docs = yaml_docs(&x);
+    let docs: Vec<serde_yaml_ng::Value> = yaml_docs(&x);
     assert_eq!(docs.len(), 3, "route, cluster, filter:\n{}", x.text);
     assert!(docs[0].get("retry_policy").is_some());
     assert!(docs[1].get("circuit_breakers").is_some());

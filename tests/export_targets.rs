@@ -3,33 +3,17 @@
 //! the losses against what the target cannot carry. (The real-client
 //! suite, tests/clients, validates the same outputs against the CRDs.)
 
+#[path = "support/exported.rs"]
+mod exported;
+
+use exported::{inline, lost, preset, yaml_docs};
 use retrysim::config::load_policy_file;
 use retrysim::output::export::{Exported, Target, export, gep_duration, k8s_name};
-use retrysim::policy::Policy;
-use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
 
-fn preset(name: &str) -> Policy {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies").join(format!("{name}.toml"));
-    load_policy_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn inline(toml: &str) -> Policy {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.toml");
-    std::fs::write(&path, toml).unwrap();
-    load_policy_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
 fn docs(x: &Exported) -> Vec<Value> {
-    serde_yaml_ng::Deserializer::from_str(&x.text)
-        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("not YAML: {e}\n{}", x.text)))
-        .collect()
-}
-
-fn lost(x: &Exported) -> Vec<&str> {
-    x.losses.iter().map(|l| l.field.as_str()).collect()
+    yaml_docs(x)
 }
 
 #[test]

@@ -7,11 +7,14 @@
 //! decision for every copy (done, hedge, cancelled, budget…) and the same
 //! budget level after each.
 
+#[path = "support/simulator_trace.rs"]
+mod simulator_trace;
+
 use retrysim_policy::hedged::Step;
 use retrysim_policy::{Admit, Decision, HedgedState, NEVER, Outcome, Policy, Shared, SplitMix};
 use serde_json::Value;
+use simulator_trace::{MS, ONE_AFTER_ANOTHER, ns, random_503};
 use std::collections::BTreeMap;
-use std::process::Command;
 
 const POLICY: &str = r#"name = "h"
 max_attempts = 1
@@ -30,43 +33,18 @@ max_tokens = 4
 token_ratio = 0.5
 "#;
 
-const EXPERIMENT: &str = r#"[experiment]
-name = "x"
-duration = "4s"
-replications = 1
-
-[[clients]]
-name = "one"
-mode = "closed"
-count = 1
-think_time = { dist = "const", value = "50ms" }
-target = "api"
-operation = "get"
-policy = "p.toml"
-
-[[operations]]
-name = "get"
-idempotent = true
-
-[[services]]
-name = "api"
-workers = 8
-service_time = { dist = "const", value = "30ms" }
-
-[network]
-latency = { dist = "const", value = "1ms" }
-
-[[faults]]
-kind = "error"
-target = "api"
-status = 503
-probability = 0.4
-"#;
-
-const MS: u64 = 1_000_000;
-
-fn ns(secs: f64) -> u64 {
-    (secs * 1e9).round() as u64
+/// One client, eight workers taking 30 ms, 503 at once to 40% of attempts.
+fn experiment() -> String {
+    simulator_trace::OneClient {
+        name: "x",
+        duration: "4s",
+        arrivals: ONE_AFTER_ANOTHER,
+        policy: "p.toml",
+        workers: 8,
+        work: "30ms",
+        faults: &random_503(0.4),
+    }
+    .toml()
 }
 
 /// When a copy sent at `sent` answers: a 503 on arrival (1 ms each way), a
@@ -92,20 +70,7 @@ fn label(step: &Step) -> String {
 #[test]
 fn replaying_a_hedged_trace_gives_the_same_copies_decisions_and_budget() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("p.toml"), POLICY).unwrap();
-    std::fs::write(dir.path().join("e.toml"), EXPERIMENT).unwrap();
-    let trace = dir.path().join("t.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
-        .args(["run", "-q", "--no-plots", "--out"])
-        .arg(dir.path().join("out"))
-        .arg("--trace")
-        .arg(&trace)
-        .arg(dir.path().join("e.toml"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: Vec<Value> =
-        std::fs::read_to_string(&trace).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows = simulator_trace::run_traced(dir.path(), &[("p.toml", POLICY), ("e.toml", &experiment())], "e.toml");
     let decisions: Vec<&str> = rows.iter().map(|r| r["decision"].as_str().unwrap()).collect();
     for d in ["done", "hedge", "cancelled"] {
         assert!(decisions.contains(&d), "the script exercises {d}: {decisions:?}");

@@ -4,6 +4,10 @@
 //! attribution for policies given by path, every variant linted and named,
 //! and the output formats.
 
+#[path = "support/lint_run.rs"]
+mod lint_run;
+
+use lint_run::{lint_cli, rules, set_args};
 use retrysim::analysis::lint::{RULES, Severity, Sources, lint, warnings_for_run, warnings_for_variants};
 use retrysim::config::load_experiment;
 use std::path::Path;
@@ -50,34 +54,6 @@ commits = "charge"
 idempotency = { store = "durable", ttl = "24h", lease = "30s" }
 "#;
 
-/// Runs `retrysim lint` on `toml` (written to a temporary directory) with
-/// extra arguments; returns the exit status, stdout and the JSON report.
-fn lint_cli(toml: &str, extra: &[&str]) -> (i32, String, serde_json::Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("exp.toml");
-    std::fs::write(&path, toml).unwrap();
-    let run = |format: &str| {
-        Command::new(env!("CARGO_BIN_EXE_retrysim"))
-            .arg("lint")
-            .arg(&path)
-            .args(extra)
-            .args(["--format", format, "-q"])
-            .output()
-            .unwrap()
-    };
-    let json = run("json");
-    let table = run("table");
-    assert_eq!(json.status.code(), table.status.code());
-    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}{}", String::from_utf8_lossy(&json.stdout), String::from_utf8_lossy(&json.stderr))
-    });
-    (table.status.code().unwrap(), String::from_utf8(table.stdout).unwrap(), report)
-}
-
-fn rules(report: &serde_json::Value) -> Vec<String> {
-    report["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap().to_string()).collect()
-}
-
 /// Asserts that the clean design with `sets` applied triggers exactly
 /// `rule`, `count` times, with its documented severity and exit status;
 /// returns the findings.
@@ -87,14 +63,9 @@ fn only(rule: &str, count: usize, sets: &[&str]) -> Vec<serde_json::Value> {
 
 /// [`only`] on another experiment text.
 fn only_in(toml: &str, rule: &str, count: usize, sets: &[&str]) -> Vec<serde_json::Value> {
-    let mut extra = Vec::new();
-    for s in sets {
-        extra.push("--set");
-        extra.push(*s);
-    }
-    let (code, table, report) = lint_cli(toml, &extra);
+    let (code, table, report) = lint_cli(toml, &set_args(sets));
     let found = rules(&report);
-    assert_eq!(found, vec![rule.to_string(); count], "{sets:?}:\n{table}");
+    assert_eq!(found, vec![rule; count], "{sets:?}:\n{table}");
     let severity = RULES.iter().find(|r| r.id == rule).unwrap().severity;
     assert_eq!(code, if severity == Severity::Error { 1 } else { 0 }, "{table}");
     let findings = report["findings"].as_array().unwrap().clone();

@@ -2,7 +2,10 @@
 //! without an idempotency key (or with a key no ledger checks) is an error,
 //! as retrying it after an unknown outcome is.
 
-use std::process::Command;
+#[path = "support/lint_run.rs"]
+mod lint_run;
+
+use lint_run::{lint_cli, rules, set_args};
 
 const DESIGN: &str = r#"
 [experiment]
@@ -30,23 +33,10 @@ commits = "order"
 idempotency = { store = "durable", ttl = "24h", lease = "30s", atomic = true }
 "#;
 
+/// The exit status and the JSON report of linting `toml` with `sets`.
 fn lint(toml: &str, sets: &[&str]) -> (i32, serde_json::Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("exp.toml");
-    std::fs::write(&path, toml).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_retrysim"));
-    cmd.arg("lint").arg(&path).args(["--format", "json", "-q"]);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let out = cmd.output().unwrap();
-    let report =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (out.status.code().unwrap(), report)
-}
-
-fn rules(report: &serde_json::Value) -> Vec<&str> {
-    report["findings"].as_array().unwrap().iter().map(|f| f["rule"].as_str().unwrap()).collect()
+    let (code, _, report) = lint_cli(toml, &set_args(sets));
+    (code, report)
 }
 
 #[test]

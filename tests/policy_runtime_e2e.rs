@@ -38,33 +38,22 @@ cap = "1s"
 
 /// The same script for the simulator: one intent at 0; the attempts are
 /// sent at about 0 s, 0.1 s, 1.1 s and 1.5 s, so each falls into one fault.
-const EXPERIMENT: &str = r#"[experiment]
-name = "e2e"
-duration = "1ms"
-replications = 1
+fn experiment() -> String {
+    simulator_trace::OneClient {
+        name: "e2e",
+        duration: "1ms",
+        arrivals: "mode = \"burst\"\nat = \"0s\"\ncount = 1",
+        policy: "e2e-policy.toml",
+        workers: 1,
+        work: "1ms",
+        faults: FAULTS,
+    }
+    .toml()
+}
 
-[[clients]]
-name = "one"
-mode = "burst"
-at = "0s"
-count = 1
-target = "api"
-operation = "get"
-policy = "e2e-policy.toml"
-
-[[operations]]
-name = "get"
-idempotent = true
-
-[[services]]
-name = "api"
-workers = 1
-service_time = { dist = "const", value = "1ms" }
-
-[network]
-latency = { dist = "const", value = "1ms" }
-
-[[faults]]
+/// 503 for the first 50 ms, 503 with `Retry-After: 1` up to 550 ms, 1 s
+/// of extra latency from 1 s to 1.3 s.
+const FAULTS: &str = r#"[[faults]]
 kind = "error"
 target = "api"
 status = 503
@@ -102,8 +91,11 @@ fn server() -> Script {
 fn the_retry_helper_over_sockets_does_what_the_simulator_traced() {
     let dir = tempfile::tempdir().unwrap();
     // The simulator's trace of the same script.
-    let rows =
-        simulator_trace::run_traced(dir.path(), &[("e2e-policy.toml", POLICY), ("e2e.toml", EXPERIMENT)], "e2e.toml");
+    let rows = simulator_trace::run_traced(
+        dir.path(),
+        &[("e2e-policy.toml", POLICY), ("e2e.toml", &experiment())],
+        "e2e.toml",
+    );
     let policy = Policy::load(&dir.path().join("e2e-policy.toml")).unwrap();
     let sim_outcomes: Vec<String> = rows.iter().map(|r| r["outcome"].as_str().unwrap().to_string()).collect();
     let sim_waits: Vec<f64> = rows.iter().skip(1).map(|r| r["wait_s"].as_f64().unwrap()).collect();

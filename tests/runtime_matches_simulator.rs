@@ -9,6 +9,7 @@
 mod simulator_trace;
 
 use retrysim_policy::{Admit, Decision, Outcome, Policy, RetryState, Shared, SplitMix};
+use simulator_trace::{MS, ONE_AFTER_ANOTHER, ns, random_503};
 
 const POLICY: &str = r#"name = "p"
 max_attempts = 4
@@ -33,49 +34,24 @@ open_for = "100ms"
 half_open_probes = 1
 "#;
 
-const EXPERIMENT: &str = r#"[experiment]
-name = "x"
-duration = "3s"
-replications = 1
-
-[[clients]]
-name = "one"
-mode = "closed"
-count = 1
-think_time = { dist = "const", value = "50ms" }
-target = "api"
-operation = "get"
-policy = "p.toml"
-
-[[operations]]
-name = "get"
-idempotent = true
-
-[[services]]
-name = "api"
-workers = 1
-service_time = { dist = "const", value = "1ms" }
-
-[network]
-latency = { dist = "const", value = "1ms" }
-
-[[faults]]
-kind = "error"
-target = "api"
-status = 503
-probability = 0.6
-"#;
-
-const MS: u64 = 1_000_000;
-
-fn ns(secs: f64) -> u64 {
-    (secs * 1e9).round() as u64
+/// One client, one worker answering 503 to 60% of attempts.
+fn experiment() -> String {
+    simulator_trace::OneClient {
+        name: "x",
+        duration: "3s",
+        arrivals: ONE_AFTER_ANOTHER,
+        policy: "p.toml",
+        workers: 1,
+        work: "1ms",
+        faults: &random_503(0.6),
+    }
+    .toml()
 }
 
 #[test]
 fn replaying_the_trace_gives_the_same_decisions_waits_and_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let rows = simulator_trace::run_traced(dir.path(), &[("p.toml", POLICY), ("e.toml", EXPERIMENT)], "e.toml");
+    let rows = simulator_trace::run_traced(dir.path(), &[("p.toml", POLICY), ("e.toml", &experiment())], "e.toml");
     let decisions: Vec<&str> = rows.iter().map(|r| r["decision"].as_str().unwrap()).collect();
     for d in ["done", "retry", "budget", "breaker_open"] {
         assert!(decisions.contains(&d), "the script exercises {d}: {decisions:?}");

@@ -5,6 +5,9 @@
 //! per scenario; the emitted policy keeps only the lint findings the space
 //! could not avoid, each with its reason.
 
+#[path = "support/tune_run.rs"]
+mod tune_run;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,21 +36,10 @@ fn tune_sdk(dir: &Path, space: &str, constraints: Option<&str>) -> PathBuf {
 
 /// Runs `tune` with JSON output; (exit code, the JSON object, stderr).
 fn tune_json(path: &Path, dir: &Path, extra: &[&str]) -> (i32, Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
-        .arg("tune")
-        .arg(path)
-        .args(["--format", "json", "-q", "--out"])
-        .arg(dir.join("out"))
-        .arg("--emit")
-        .arg(dir.join("tuned.toml"))
-        .args(extra)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (code, stdout, stderr) = tune_run::tune_json(path, dir, extra);
     let json = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {stdout}{stderr}"));
-    (out.status.code().unwrap(), json, stderr)
+    (code, json, stderr)
 }
 
 fn value<'a>(candidate: &'a Value, key: &str) -> &'a Value {

@@ -2,6 +2,9 @@
 //! ranges searched by the optimizer, constraints on recovery; and how it
 //! measures amplification (at one service per scenario for every candidate).
 
+#[path = "support/tune_run.rs"]
+mod tune_run;
+
 use retrysim::analysis::run_all;
 use retrysim::config::load_experiment;
 use serde_json::Value;
@@ -64,21 +67,11 @@ fn write(dir: &Path, tune: &str) -> PathBuf {
     path
 }
 
+/// Runs `tune` with JSON output; (exit code, the JSON object or null,
+/// stderr and stdout).
 fn tune_json(path: &Path, dir: &Path, extra: &[&str]) -> (i32, Value, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
-        .arg("tune")
-        .arg(path)
-        .args(["--format", "json", "-q", "--out"])
-        .arg(dir.join("out"))
-        .arg("--emit")
-        .arg(dir.join("tuned.toml"))
-        .args(extra)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-    (out.status.code().unwrap(), json, stderr + &stdout)
+    let (code, stdout, stderr) = tune_run::tune_json(path, dir, extra);
+    (code, serde_json::from_str(&stdout).unwrap_or(Value::Null), stderr + &stdout)
 }
 
 const EDGES: &str = "edges = [\"clients.web.policy\", \"services.api.calls.payments.policy\"]\n";

@@ -186,7 +186,8 @@ impl Workload<'_> {
     }
 
     /// Refuses the workload when its estimate is not a finite, sane number
-    /// (always), or when it needs more than 80% of the available memory or
+    /// (always), or when it needs more than 80% of the available memory
+    /// (estimates above [`UNCHECKED_BYTES`]) or
     /// more than an hour of CPU time (unless `force`). Returns the estimate.
     pub fn check(&self, force: bool) -> Result<Forecast, InputError> {
         let f = self.forecast();
@@ -208,7 +209,10 @@ impl Workload<'_> {
             return Ok(f);
         }
         let mut problems = Vec::new();
-        if let Some(avail) = available_bytes()
+        // A small estimate is not weighed against the free memory: reading
+        // /proc/meminfo would be about 4% of a small run's CPU time.
+        if f.bytes > UNCHECKED_BYTES
+            && let Some(avail) = available_bytes()
             && f.bytes > 0.8 * avail
         {
             let extra = if self.extra_bytes > 0.0 {
@@ -303,6 +307,10 @@ pub fn human_bytes(bytes: f64) -> String {
         b => format!("{b:.1e} bytes"),
     }
 }
+
+/// Estimates up to this many bytes run without a look at the available
+/// memory (any machine that runs retrysim has this much to spare).
+const UNCHECKED_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 
 /// Memory available to this process, from /proc/meminfo (Linux), if known.
 pub fn available_bytes() -> Option<f64> {

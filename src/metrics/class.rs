@@ -4,6 +4,7 @@
 
 use super::{LatencyHistogram, METRICS, MetricMap};
 use crate::engine::{Nanos, to_secs_f64};
+use std::borrow::Cow;
 
 /// What one client class's in-window intents did.
 #[derive(Debug, Clone)]
@@ -79,10 +80,17 @@ impl ClassCounters {
 
     /// Latency of every intent, `ok` or not: the same counts per bucket, and
     /// so the same quantiles, as one histogram recording all of them.
-    pub fn latency_all(&self) -> LatencyHistogram {
+    /// Borrowed when one of the two is empty (nothing to add up).
+    pub fn latency_all(&self) -> Cow<'_, LatencyHistogram> {
+        if self.latency_failed.count() == 0 {
+            return Cow::Borrowed(&self.latency);
+        }
+        if self.latency.count() == 0 {
+            return Cow::Borrowed(&self.latency_failed);
+        }
         let mut all = self.latency.clone();
         all.merge(&self.latency_failed);
-        all
+        Cow::Owned(all)
     }
 
     /// Adds another class's counters (for the run's totals).
@@ -163,11 +171,15 @@ pub fn headline(c: &ClassCounters, x: &Context) -> MetricMap {
     put("attempts_per_intent", per_intent(x.attempts as f64));
     put("amplification", per_intent(c.service_arrivals.get(x.amplification_service).copied().unwrap_or(0) as f64));
     put("latency_mean_s", c.latency.mean_s());
-    let mut tail = c.latency.quantiles_s(&[0.5, 0.99, 0.999]).into_iter();
+    let tails = c.latency.quantiles_s(&[0.5, 0.99, 0.999]);
+    let mut tail = tails.iter().copied();
     put("latency_p50_s", tail.next());
     put("latency_p99_s", tail.next());
     put("latency_p999_s", tail.next());
-    let mut all = c.latency_all().quantiles_s(&[0.5, 0.99, 0.999]).into_iter();
+    // Every intent succeeded: the same histogram, the same quantiles.
+    let all_tails =
+        if c.latency_failed.count() == 0 { tails } else { c.latency_all().quantiles_s(&[0.5, 0.99, 0.999]) };
+    let mut all = all_tails.into_iter();
     put("latency_all_p50_s", all.next());
     put("latency_all_p99_s", all.next());
     put("latency_all_p999_s", all.next());

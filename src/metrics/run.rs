@@ -157,12 +157,15 @@ impl RunCollector {
     }
 
     /// Computes the metrics of the finished run.
-    pub fn finish(self, s: &Scenario, end: Nanos, events: u64) -> RunResult {
+    pub fn finish(mut self, s: &Scenario, end: Nanos, events: u64) -> RunResult {
         let window_s = to_secs_f64(s.duration - s.warmup);
-        let mut total = ClassCounters::new(s.services.len());
-        for c in &self.classes {
-            total.absorb(c);
-        }
+        // One client class is its own total: nothing to add up or copy.
+        let absorbed = (self.classes.len() != 1).then(|| {
+            let mut total = ClassCounters::new(s.services.len());
+            self.classes.iter().for_each(|c| total.absorb(c));
+            total
+        });
+        let total = absorbed.as_ref().unwrap_or_else(|| &self.classes[0]);
         // The run's busiest service; a summary of several variants moves the
         // headline to the baseline variant's busiest (RunResult::amplification_at).
         let amp_service = total
@@ -188,7 +191,7 @@ impl RunCollector {
             throttled: policies().any(|p| p.throttle.is_some()),
             cancels: policies().any(|p| p.cancel_on_timeout || p.hedging.as_ref().is_some_and(|h| h.cancel)),
         };
-        let clients = s
+        let clients: Vec<ClientResult> = s
             .clients
             .iter()
             .zip(&self.classes)
@@ -209,7 +212,11 @@ impl RunCollector {
                 }
             })
             .collect();
-        let mut m = headline(&total, &context);
+        // With one class its context is the run's, and so are its metrics.
+        let mut m = match (&absorbed, &clients[..]) {
+            (None, [only]) => only.metrics.clone(),
+            _ => headline(total, &context),
+        };
         let mut put = |k: &str, v: Option<f64>| {
             m.insert(k.to_string(), v);
         };
@@ -328,7 +335,10 @@ impl RunCollector {
             witnesses: self.witnesses,
             failures: self.failures,
             denials,
-            latency: total.latency,
+            latency: match absorbed {
+                Some(total) => total.latency,
+                None => self.classes.swap_remove(0).latency,
+            },
             series: self.series,
             trace: self.trace,
             end,

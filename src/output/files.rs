@@ -134,7 +134,9 @@ fn refuse_inputs(path: &Path, inputs: &[PathBuf]) -> anyhow::Result<()> {
 pub fn check_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> anyhow::Result<()> {
     for path in outputs {
         refuse_inputs(path, inputs)?;
-        if let Target::Replace(p) = target(path)? {
+        if let Target::Replace(p) = target(path)?
+            && p != *path
+        {
             refuse_inputs(&p, inputs)?;
         }
     }
@@ -201,7 +203,10 @@ pub fn write_streamed(
             result.map_err(|e| interrupted_or(e, &p))
         }
         Target::Replace(p) => {
-            refuse_inputs(&p, inputs)?;
+            // Checked above unless a link led elsewhere.
+            if p != path {
+                refuse_inputs(&p, inputs)?;
+            }
             replace(&p, fill)
         }
     }

@@ -143,7 +143,6 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
             let effects = per(|r| &r.effects, &EFFECT_METRICS, s.effect_kinds.len());
             let mut failures = BTreeMap::new();
             let mut denials = BTreeMap::new();
-            let mut latency = LatencyHistogram::default();
             for r in &v.runs {
                 for (k, n) in &r.failures {
                     *failures.entry(k.clone()).or_insert(0) += n;
@@ -151,8 +150,17 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
                 for (k, n) in &r.denials {
                     *denials.entry(k.clone()).or_insert(0) += n;
                 }
-                latency.merge(&r.latency);
             }
+            let merged;
+            let latency = match v.runs.as_slice() {
+                [one] => &one.latency,
+                runs => {
+                    let mut all = LatencyHistogram::default();
+                    runs.iter().for_each(|r| all.merge(&r.latency));
+                    merged = all;
+                    &merged
+                }
+            };
             let qs = cdf_quantiles();
             let latency_cdf = qs.iter().copied().zip(latency.quantiles_s(&qs)).collect();
             let policy: Vec<&str> = s.clients.iter().map(|c| c.policy.name.as_str()).collect();

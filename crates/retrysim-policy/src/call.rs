@@ -282,7 +282,7 @@ mod tests {
             max_attempts: 3,
             per_try_timeout: 400 * MS,
             deadline: 1000 * MS,
-            retry_on: RetryOn::from_entries(&[RetryOn::parse_entry("503").unwrap()]),
+            retry_on: RetryOn::of(&["503"]),
             ..Policy::default()
         }
     }

@@ -154,15 +154,7 @@ mod tests {
     const MS: Nanos = 1_000_000;
 
     fn policy() -> Policy {
-        Policy {
-            max_attempts: 3,
-            deadline: 1000 * MS,
-            retry_on: RetryOn::from_entries(&[
-                RetryOn::parse_entry("timeout").unwrap(),
-                RetryOn::parse_entry("503").unwrap(),
-            ]),
-            ..Policy::default()
-        }
+        Policy { max_attempts: 3, deadline: 1000 * MS, retry_on: RetryOn::of(&["timeout", "503"]), ..Policy::default() }
     }
 
     fn ctx(outcome: Outcome) -> RetryContext {

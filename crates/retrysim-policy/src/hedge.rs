@@ -225,10 +225,7 @@ mod tests {
 
     #[test]
     fn timeouts_and_listed_statuses_are_non_fatal() {
-        let s = HedgeSpec {
-            non_fatal: RetryOn::from_entries(&[RetryOn::parse_entry("503").unwrap()]),
-            ..spec(HedgeDelay::Fixed(1), None)
-        };
+        let s = HedgeSpec { non_fatal: RetryOn::of(&["503"]), ..spec(HedgeDelay::Fixed(1), None) };
         assert!(s.is_non_fatal(Outcome::Status(503)));
         assert!(s.is_non_fatal(Outcome::Timeout));
         assert!(!s.is_non_fatal(Outcome::Status(500)));

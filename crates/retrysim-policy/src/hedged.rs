@@ -8,11 +8,11 @@
 //! and the call fails when no copy is left. The steps are
 //! [`CallState`]'s hedging steps, the ones the simulator takes.
 
-use crate::call::{CallState, Decision, Gate, first_allowed};
+use crate::call::{CallState, Decision};
 use crate::decision::{DenyReason, attempt_timeout};
 use crate::hedge::HedgeSpec;
 use crate::random::Random;
-use crate::state::{Admit, Shared};
+use crate::state::{Admit, Draws, Shared, gate_attempt};
 use crate::time::Nanos;
 use crate::{Outcome, Policy};
 
@@ -55,12 +55,11 @@ pub struct HedgedState<'p, R: Random> {
     policy: &'p Policy,
     spec: &'p HedgeSpec,
     shared: Shared,
-    rng: R,
+    draws: Draws<R>,
     call: CallState,
     live: Vec<Copy>,
     sent: u32,
     due_at: Option<Nanos>,
-    last_draw: Option<f64>,
 }
 
 impl<'p, R: Random> HedgedState<'p, R> {
@@ -69,7 +68,7 @@ impl<'p, R: Random> HedgedState<'p, R> {
     pub fn new(policy: &'p Policy, shared: Shared, now: Nanos, rng: R) -> Option<Self> {
         let spec = policy.hedging.as_ref()?;
         let call = CallState::new(CallState::deadline_from(policy, now), now, true, false);
-        Some(Self { policy, spec, shared, rng, call, live: Vec::new(), sent: 0, due_at: None, last_draw: None })
+        Some(Self { policy, spec, shared, draws: Draws::new(rng), call, live: Vec::new(), sent: 0, due_at: None })
     }
 
     /// Declares the operation: idempotent or not, and whether an
@@ -93,7 +92,7 @@ impl<'p, R: Random> HedgedState<'p, R> {
 
     /// The last random draw consumed (by the throttle), if any.
     pub fn take_draw(&mut self) -> Option<f64> {
-        self.last_draw.take()
+        self.draws.take()
     }
 
     /// The shared handle.
@@ -108,19 +107,8 @@ impl<'p, R: Random> HedgedState<'p, R> {
         let shared = self.shared.clone();
         let mut s = shared.lock();
         let s = &mut *s;
-        if !self.call.admitted && !first_allowed(s, now) {
-            return Err(DenyReason::BreakerOpen);
-        }
-        let (rng, last_draw) = (&mut self.rng, &mut self.last_draw);
-        let draw = || {
-            let u = rng.unit();
-            *last_draw = Some(u);
-            u
-        };
-        match self.call.gate(self.policy, s, now, draw) {
-            Gate::Send => {}
-            Gate::Wait(wait) => return Ok(Admit::Wait(wait)),
-            Gate::Refuse { .. } => return Err(DenyReason::Throttled),
+        if let Some(wait) = gate_attempt(&mut self.call, self.policy, s, now, true, &mut self.draws)? {
+            return Ok(Admit::Wait(wait));
         }
         let timeout = self.call.on_send(self.policy, s, now);
         self.live.push(Copy { copy: 0, sent: now, expired: false });
@@ -172,13 +160,7 @@ impl<'p, R: Random> HedgedState<'p, R> {
         let shared = self.shared.clone();
         let mut s = shared.lock();
         let s = &mut *s;
-        let (rng, last_draw) = (&mut self.rng, &mut self.last_draw);
-        let draw = || {
-            let u = rng.unit();
-            *last_draw = Some(u);
-            u
-        };
-        self.call.hedge_gate(self.policy, self.spec, s, now, self.sent, trigger, draw)?;
+        self.call.hedge_gate(self.policy, self.spec, s, now, self.sent, trigger, self.draws.draw())?;
         let copy = self.sent;
         self.sent += 1;
         let timeout = self.call.on_send(self.policy, s, now);
@@ -222,7 +204,7 @@ mod tests {
             max_attempts: 3,
             delay: HedgeDelay::Fixed(100 * MS),
             max_extra_load: None,
-            non_fatal: RetryOn::from_entries(&[RetryOn::parse_entry("503").unwrap()]),
+            non_fatal: RetryOn::of(&["503"]),
             cancel,
         };
         Policy { per_try_timeout, hedging: Some(hedging), ..Policy::default() }

@@ -84,6 +84,14 @@ impl RetryOn {
         }
     }
 
+    /// The set of `entries` written in the code (not read from a file):
+    /// an entry that is not an outcome panics.
+    #[cfg(any(test, feature = "vectors"))]
+    pub(crate) fn of(entries: &[&str]) -> Self {
+        let parsed: Vec<_> = entries.iter().map(|e| Self::parse_entry(e).expect("a valid outcome")).collect();
+        Self::from_entries(&parsed)
+    }
+
     /// Builds the set from parsed entries.
     pub fn from_entries(entries: &[RetryOnEntry]) -> Self {
         let mut set = Self { connect_error: false, timeout: false, reset: false, statuses: Vec::new() };

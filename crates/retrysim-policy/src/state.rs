@@ -112,9 +112,8 @@ pub enum Admit {
 pub struct RetryState<'p, R: Random> {
     policy: &'p Policy,
     shared: Shared,
-    rng: R,
+    draws: Draws<R>,
     call: CallState,
-    last_draw: Option<f64>,
 }
 
 impl<'p, R: Random> RetryState<'p, R> {
@@ -122,7 +121,7 @@ impl<'p, R: Random> RetryState<'p, R> {
     /// `now + policy.deadline`.
     pub fn new(policy: &'p Policy, shared: Shared, now: Nanos, rng: R) -> Self {
         let call = CallState::new(CallState::deadline_from(policy, now), now, true, false);
-        Self { policy, shared, rng, call, last_draw: None }
+        Self { policy, shared, draws: Draws::new(rng), call }
     }
 
     /// Declares the operation: idempotent or not, and whether an
@@ -150,7 +149,7 @@ impl<'p, R: Random> RetryState<'p, R> {
 
     /// The last random draw consumed (by the throttle or the jitter), if any.
     pub fn take_draw(&mut self) -> Option<f64> {
-        self.last_draw.take()
+        self.draws.take()
     }
 
     /// The shared handle.
@@ -165,19 +164,10 @@ impl<'p, R: Random> RetryState<'p, R> {
         let shared = self.shared.clone();
         let mut s = shared.lock();
         let s = &mut *s;
-        if self.call.attempts == 0 && !self.call.admitted && !first_allowed(s, now) {
-            return Err(DenyReason::BreakerOpen);
-        }
-        let (rng, last_draw) = (&mut self.rng, &mut self.last_draw);
-        let draw = || {
-            let u = rng.unit();
-            *last_draw = Some(u);
-            u
-        };
-        match self.call.gate(self.policy, s, now, draw) {
-            Gate::Send => Ok(Admit::Send { timeout: self.call.on_send(self.policy, s, now) }),
-            Gate::Wait(wait) => Ok(Admit::Wait(wait)),
-            Gate::Refuse { .. } => Err(DenyReason::Throttled),
+        let first = self.call.attempts == 0;
+        match gate_attempt(&mut self.call, self.policy, s, now, first, &mut self.draws)? {
+            Some(wait) => Ok(Admit::Wait(wait)),
+            None => Ok(Admit::Send { timeout: self.call.on_send(self.policy, s, now) }),
         }
     }
 
@@ -186,12 +176,55 @@ impl<'p, R: Random> RetryState<'p, R> {
     pub fn after_outcome(&mut self, outcome: Outcome, now: Nanos, retry_after: Option<Nanos>) -> Decision {
         let shared = self.shared.clone();
         let mut s = shared.lock();
-        let (rng, last_draw) = (&mut self.rng, &mut self.last_draw);
-        let draw = || {
-            let u = rng.unit();
-            *last_draw = Some(u);
+        self.call.after_outcome(self.policy, &mut *s, outcome, now, retry_after, self.draws.draw())
+    }
+}
+
+/// A call's random source, remembering the last number it drew.
+pub(crate) struct Draws<R> {
+    rng: R,
+    last: Option<f64>,
+}
+
+impl<R: Random> Draws<R> {
+    pub(crate) fn new(rng: R) -> Self {
+        Self { rng, last: None }
+    }
+
+    /// The `draw` a step of [`CallState`] takes: each call draws one
+    /// number and remembers it.
+    pub(crate) fn draw(&mut self) -> impl FnMut() -> f64 + '_ {
+        move || {
+            let u = self.rng.unit();
+            self.last = Some(u);
             u
-        };
-        self.call.after_outcome(self.policy, &mut *s, outcome, now, retry_after, draw)
+        }
+    }
+
+    /// The last number drawn, if any (once).
+    pub(crate) fn take(&mut self) -> Option<f64> {
+        self.last.take()
+    }
+}
+
+/// Before an attempt, under the lock: a `first` attempt that does not hold
+/// a throttle token yet is refused while the breaker is open; then the
+/// throttle's gate. `Ok(None)`: send it now; `Ok(Some(wait))`: the
+/// throttle holds a token for it, send it after the wait.
+pub(crate) fn gate_attempt<R: Random>(
+    call: &mut CallState,
+    policy: &Policy,
+    s: &mut SharedState,
+    now: Nanos,
+    first: bool,
+    draws: &mut Draws<R>,
+) -> Result<Option<Nanos>, DenyReason> {
+    if first && !call.admitted && !first_allowed(s, now) {
+        return Err(DenyReason::BreakerOpen);
+    }
+    match call.gate(policy, s, now, draws.draw()) {
+        Gate::Send => Ok(None),
+        Gate::Wait(wait) => Ok(Some(wait)),
+        Gate::Refuse { .. } => Err(DenyReason::Throttled),
     }
 }

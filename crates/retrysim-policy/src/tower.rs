@@ -31,22 +31,21 @@
 //! answer wins, the others are dropped); `tests/tower_hedge.rs` proves it.
 
 use crate::decision::DenyReason;
-use crate::random::SplitMix;
 use crate::state::{Admit, Decision, RetryState, Shared};
 use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy};
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
 
 mod hedge;
+mod setup;
 pub use hedge::{Hedge, HedgeLayer};
+use setup::{Setup, take_ready};
 
 /// A boxed future that can cross threads.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -84,32 +83,26 @@ impl<E: std::error::Error + 'static> std::error::Error for RetryFailure<E> {
 /// The layer: one policy and one [`Shared`] state for every service it wraps.
 #[derive(Clone)]
 pub struct RetryLayer<C, Z> {
-    policy: Arc<Policy>,
-    shared: Shared,
-    classify: C,
-    sleep: Z,
-    seeds: Option<Arc<AtomicU64>>,
+    setup: Setup<C, Z>,
 }
 
 impl<C, Z> RetryLayer<C, Z> {
     /// A layer retrying under `policy`; `classify` names each attempt's
     /// outcome and Retry-After, `sleep` waits.
     pub fn new(policy: Policy, classify: C, sleep: Z) -> Self {
-        let shared = Shared::new(&policy);
-        Self { policy: Arc::new(policy), shared, classify, sleep, seeds: None }
+        Self { setup: Setup::new(policy, classify, sleep) }
     }
 
     /// The same layer with reproducible jitter: the `k`-th call (counting
     /// from 0, over every service of this layer) draws from
     /// `SplitMix::new(seed + k)`.
-    pub fn seeded(mut self, seed: u64) -> Self {
-        self.seeds = Some(Arc::new(AtomicU64::new(seed)));
-        self
+    pub fn seeded(self, seed: u64) -> Self {
+        Self { setup: self.setup.seeded(seed) }
     }
 
     /// The shared state (budget, breaker, throttle) of every wrapped service.
     pub fn shared(&self) -> &Shared {
-        &self.shared
+        &self.setup.shared
     }
 }
 
@@ -117,14 +110,7 @@ impl<S, C: Clone, Z: Clone> Layer<S> for RetryLayer<C, Z> {
     type Service = Retry<S, C, Z>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Retry {
-            inner,
-            policy: self.policy.clone(),
-            shared: self.shared.clone(),
-            classify: self.classify.clone(),
-            sleep: self.sleep.clone(),
-            seeds: self.seeds.clone(),
-        }
+        Retry { inner, setup: self.setup.clone() }
     }
 }
 
@@ -132,11 +118,7 @@ impl<S, C: Clone, Z: Clone> Layer<S> for RetryLayer<C, Z> {
 #[derive(Clone)]
 pub struct Retry<S, C, Z> {
     inner: S,
-    policy: Arc<Policy>,
-    shared: Shared,
-    classify: C,
-    sleep: Z,
-    seeds: Option<Arc<AtomicU64>>,
+    setup: Setup<C, Z>,
 }
 
 fn dur(ns: Nanos) -> Duration {
@@ -164,15 +146,10 @@ where
     fn call(&mut self, req: Req) -> Self::Future {
         // The inner service was made ready for this call; later attempts
         // use a clone and wait until it is ready.
-        let mut first = Some(self.inner.clone());
-        std::mem::swap(first.as_mut().expect("just set"), &mut self.inner);
-        let mut svc = self.inner.clone();
-        let (policy, shared, classify, sleep) =
-            (self.policy.clone(), self.shared.clone(), self.classify.clone(), self.sleep.clone());
-        let rng = match &self.seeds {
-            Some(next) => SplitMix::new(next.fetch_add(1, Ordering::Relaxed)),
-            None => SplitMix::from_time(),
-        };
+        let (ready, mut svc) = take_ready(&mut self.inner);
+        let mut first = Some(ready);
+        let rng = self.setup.next_rng();
+        let Setup { policy, shared, classify, sleep, .. } = self.setup.clone();
         Box::pin(async move {
             let mut state = RetryState::new(&policy, shared.clone(), shared.now(), rng);
             loop {
@@ -230,6 +207,7 @@ async fn race<F: Future>(attempt: F, timer: Option<BoxFuture<()>>) -> Option<F::
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::task::{Wake, Waker};
 

@@ -14,55 +14,47 @@
 mod example;
 #[path = "support/http_script.rs"]
 mod http_script;
+#[path = "support/kept_waits.rs"]
+mod kept_waits;
 #[path = "support/recorded_sleep.rs"]
 mod recorded_sleep;
 #[path = "support/served.rs"]
 mod served;
 
 use http_script::{Answer, Script};
+use kept_waits::{TOLERANCE_S, assert_kept, draws};
 use recorded_sleep::Sleeps;
-use retrysim_policy::tower::RetryLayer;
-use retrysim_policy::{Policy, Random, SplitMix};
-use std::path::Path;
+use retrysim_policy::Policy;
+use retrysim_policy::tower::{RetryFailure, RetryLayer};
 use std::time::Duration;
 use tower::{Service, ServiceExt};
 
 const SEED: u64 = 2026;
-// How much longer than asked a wait may look on the server's clock. The
-// exact waits are checked on the recorded sleeps; this bound only catches
-// a wait far longer than asked (a timer not armed as the policy says), so
-// it allows for a loaded or briefly stalled machine (0.22 s over was once
-// seen under load).
-const TOLERANCE_S: f64 = 0.5;
 
 fn tuned() -> Policy {
-    Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies/tuned-example.toml")).unwrap()
+    kept_waits::shipped("tuned-example.toml")
 }
 
 /// The full-jitter waits of retries 1..=n: `u_k * 250 ms * 2^(k-1)`.
 fn jittered(n: u32) -> Vec<Duration> {
-    let mut draws = SplitMix::new(SEED);
-    (1..=n).map(|k| Duration::from_nanos((draws.unit() * 250e6 * 2f64.powi(k as i32 - 1)).round() as u64)).collect()
+    let u = draws(SEED, n as usize);
+    u.iter().zip(0..).map(|(u, k)| Duration::from_nanos((u * 250e6 * 2f64.powi(k)).round() as u64)).collect()
 }
 
-/// Runs one GET through the example's client with recorded sleeps.
-async fn get(script: &Script) -> (Result<reqwest::Response, String>, Sleeps) {
+/// Runs one GET of `url` through the example's client with recorded sleeps.
+async fn get_url(url: &str) -> (Result<reqwest::Response, RetryFailure<reqwest::Error>>, Sleeps) {
     let sleeps = Sleeps::default();
     let layer = RetryLayer::new(tuned(), example::classify as example::Classify, sleeps.sleep()).seeded(SEED);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     let mut client = example::client(layer, http);
-    let answer = client.ready().await.unwrap().call(example::get(&script.url()).unwrap()).await;
-    (answer.map_err(|e| e.to_string()), sleeps)
+    let answer = client.ready().await.unwrap().call(example::get(url).unwrap()).await;
+    (answer, sleeps)
 }
 
-/// Each server-side gap kept its wait: at least the wait (less 1 ms of
-/// timer rounding), at most the tolerance more.
-fn assert_kept(gaps: &[Option<f64>], waits: &[Duration]) {
-    assert_eq!(gaps.len(), waits.len(), "{gaps:?} {waits:?}");
-    for (gap, wait) in gaps.iter().zip(waits) {
-        let (gap, wait) = (gap.expect("every answer was sent before the next attempt"), wait.as_secs_f64());
-        assert!(gap >= wait - 0.001 && gap <= wait + TOLERANCE_S, "waited {gap} s where the policy says {wait} s");
-    }
+/// Runs one GET of the script's server.
+async fn get(script: &Script) -> (Result<reqwest::Response, String>, Sleeps) {
+    let (answer, sleeps) = get_url(&script.url()).await;
+    (answer.map_err(|e| e.to_string()), sleeps)
 }
 
 #[tokio::test]
@@ -145,13 +137,9 @@ async fn a_status_outside_retry_on_is_not_retried() {
 async fn a_refused_connection_is_a_connect_error_and_is_retried_until_attempts_run_out() {
     // A port that was free a moment ago: nothing listens there.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let sleeps = Sleeps::default();
-    let layer = RetryLayer::new(tuned(), example::classify as example::Classify, sleeps.sleep()).seeded(SEED);
-    let mut client = example::client(layer, reqwest::Client::builder().no_proxy().build().unwrap());
-    let url = format!("http://127.0.0.1:{port}/");
-    let answer = client.ready().await.unwrap().call(example::get(&url).unwrap()).await;
+    let (answer, sleeps) = get_url(&format!("http://127.0.0.1:{port}/")).await;
     let err = answer.expect_err("no server");
-    assert!(matches!(err, retrysim_policy::tower::RetryFailure::Inner(ref e) if e.is_connect()), "{err}");
+    assert!(matches!(err, RetryFailure::Inner(ref e) if e.is_connect()), "{err}");
     let waits = jittered(2);
     let per_try = Duration::from_secs(1);
     assert_eq!(sleeps.asked(), [per_try, waits[0], per_try, waits[1], per_try]);

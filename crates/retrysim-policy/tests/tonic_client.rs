@@ -16,16 +16,18 @@
 mod example;
 #[path = "support/grpc_script.rs"]
 mod grpc_script;
+#[path = "support/kept_waits.rs"]
+mod kept_waits;
 #[path = "support/recorded_sleep.rs"]
 mod recorded_sleep;
 #[path = "support/served.rs"]
 mod served;
 
 use grpc_script::{Reply, Script};
+use kept_waits::{assert_kept, draws};
 use recorded_sleep::Sleeps;
+use retrysim_policy::Policy;
 use retrysim_policy::tower::RetryLayer;
-use retrysim_policy::{Policy, Random, SplitMix};
-use std::path::Path;
 use std::time::Duration;
 use tonic::Code;
 use tonic::transport::Endpoint;
@@ -34,21 +36,9 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
 const SEED: u64 = 14;
-// How much longer than asked a wait may look on the server's clock. The
-// exact waits are checked on the recorded sleeps; this bound only catches
-// a wait far longer than asked (a timer not armed as the policy says), so
-// it allows for a loaded or briefly stalled machine (0.22 s over was once
-// seen under load).
-const TOLERANCE_S: f64 = 0.5;
 
 fn grpc_default() -> Policy {
-    Policy::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies/grpc-default.toml")).unwrap()
-}
-
-/// The draws of the seeded layer's first call, one per failed attempt.
-fn draws(n: usize) -> Vec<f64> {
-    let mut r = SplitMix::new(SEED);
-    (0..n).map(|_| r.unit()).collect()
+    kept_waits::shipped("grpc-default.toml")
 }
 
 /// The backoff of retry `n` (1-based) for draw `u`.
@@ -80,14 +70,6 @@ fn waits(asked: &[Duration]) -> Vec<Duration> {
     asked.iter().skip(1).step_by(2).copied().collect()
 }
 
-fn assert_kept(gaps: &[Option<f64>], waits: &[Duration]) {
-    assert_eq!(gaps.len(), waits.len(), "{gaps:?} {waits:?}");
-    for (gap, wait) in gaps.iter().zip(waits) {
-        let (gap, wait) = (gap.expect("every answer was sent before the next attempt"), wait.as_secs_f64());
-        assert!(gap >= wait - 0.001 && gap <= wait + TOLERANCE_S, "waited {gap} s where the policy says {wait} s");
-    }
-}
-
 #[tokio::test]
 async fn unavailable_then_pushback_then_ok_takes_three_attempts_and_the_policys_waits() {
     let script = Script::start(vec![Reply::Fail(Code::Unavailable), Reply::Pushback(300), Reply::Serving]).await;
@@ -101,7 +83,7 @@ async fn unavailable_then_pushback_then_ok_takes_three_attempts_and_the_policys_
 
     let asked = sleeps.asked();
     assert_eq!(asked.len(), 5, "three attempts' timeouts and two waits: {asked:?}");
-    let u = draws(1);
+    let u = draws(SEED, 1);
     let expected = [backoff(1, u[0]), Duration::from_millis(300)];
     assert_eq!(waits(&asked), expected, "the first retry's jittered backoff, then the pushback");
     assert!((Duration::from_millis(80)..=Duration::from_millis(120)).contains(&expected[0]));
@@ -138,7 +120,7 @@ async fn the_token_bucket_is_shared_by_the_calls_of_one_client_and_stops_retries
     let first = client.check(check()).await.expect_err("UNAVAILABLE after max_attempts");
     assert_eq!(first.code(), Code::Unavailable);
     assert_eq!(script.log.served().len(), 4, "max_attempts = 4");
-    let u = draws(3);
+    let u = draws(SEED, 3);
     let expected: Vec<Duration> = (1..=3).map(|n| backoff(n, u[n as usize - 1])).collect();
     let asked = sleeps.asked();
     assert_eq!(waits(&asked), expected);

@@ -97,52 +97,12 @@ def _hedged_snapshot(shared: Shared, now: int) -> dict:
     return out
 
 
-def replay_hedged(case: dict) -> list:
-    """The mismatches of a hedged case (``"runtime": "hedged"``)."""
-    policy = Policy.loads(case["policy"])
-    shared = Shared(policy)
-    calls = {}
-    draws = Draws()
-    errors = []
-    for n, step in enumerate(case["steps"]):
-        where = f"step {n} (call {step['call']}, {step['op']})"
-        now = step["now"]
-        draws.arm(step.get("draw"))
-        op = step["op"]
-        if op == "start":
-            calls[step["call"]] = HedgedState(policy, shared, now, draws)
-            continue
-        st = calls[step["call"]]
-        if op == "before_attempt":
-            r = st.before_first(now)
-            got = _expect_before(r)
-            if r[0] == "send":
-                got["hedge_due"] = st.due_at
-        elif op == "hedge_due":
-            r = st.on_hedge_due(now)
-            got = _expect_copy({"end": None, "hedge": r, "given_up": [], "cancel": []}, st)
-        elif op == "copy_outcome":
-            got = _expect_copy(st.on_copy_outcome(step["copy"], step["outcome"], now), st)
-        elif op == "copy_expired":
-            got = _expect_copy(st.on_copy_expired(step["copy"], now), st)
-        else:
-            errors.append(f"{where}: unknown op {op!r}")
-            break
-        _same(got, step["expect"], where, errors)
-        if draws.extra:
-            errors.append(f"{where}: drew a random number the vector does not give")
-        if step.get("draw") is not None and not draws.used:
-            errors.append(f"{where}: did not consume the draw {step['draw']}")
-        _same(_hedged_snapshot(shared, now), step["state"], f"{where} state", errors)
-        if errors:
-            break
-    return errors
-
-
-def replay_case(case: dict) -> list:
-    """The mismatches of one case (empty when it passes)."""
-    if case.get("runtime") == "hedged":
-        return replay_hedged(case)
+def _replay(case: dict, start, step_result, snapshot) -> list:
+    """The mismatches of one case's steps: ``start(policy, shared, now,
+    draws, step)`` makes a call's state at its ``start`` step,
+    ``step_result(state, step, now)`` takes any other step and gives what
+    it returned as the vector writes it (``None`` for an unknown op),
+    ``snapshot(shared, now)`` the shared state after it."""
     policy = Policy.loads(case["policy"])
     shared = Shared(policy)
     calls = {}
@@ -153,22 +113,69 @@ def replay_case(case: dict) -> list:
         now = step["now"]
         draws.arm(step.get("draw"))
         if step["op"] == "start":
-            calls[step["call"]] = RetryState(policy, shared, now, draws, step["idempotent"], step["key_sent"])
+            calls[step["call"]] = start(policy, shared, now, draws, step)
             continue
-        st = calls[step["call"]]
-        if step["op"] == "before_attempt":
-            got = _expect_before(st.before_attempt(now))
-        else:
-            got = _expect_after(st.after_outcome(step["outcome"], now, step.get("retry_after")))
+        got = step_result(calls[step["call"]], step, now)
+        if got is None:
+            errors.append(f"{where}: unknown op {step['op']!r}")
+            break
         _same(got, step["expect"], where, errors)
         if draws.extra:
             errors.append(f"{where}: drew a random number the vector does not give")
         if step.get("draw") is not None and not draws.used:
             errors.append(f"{where}: did not consume the draw {step['draw']}")
-        _same(shared.snapshot(now), step["state"], f"{where} state", errors)
+        _same(snapshot(shared, now), step["state"], f"{where} state", errors)
         if errors:
             break
     return errors
+
+
+def _hedged_step(st: HedgedState, step: dict, now: int):
+    op = step["op"]
+    if op == "before_attempt":
+        r = st.before_first(now)
+        got = _expect_before(r)
+        if r[0] == "send":
+            got["hedge_due"] = st.due_at
+        return got
+    if op == "hedge_due":
+        r = st.on_hedge_due(now)
+        return _expect_copy({"end": None, "hedge": r, "given_up": [], "cancel": []}, st)
+    if op == "copy_outcome":
+        return _expect_copy(st.on_copy_outcome(step["copy"], step["outcome"], now), st)
+    if op == "copy_expired":
+        return _expect_copy(st.on_copy_expired(step["copy"], now), st)
+    return None
+
+
+def _retry_step(st: RetryState, step: dict, now: int):
+    if step["op"] == "before_attempt":
+        return _expect_before(st.before_attempt(now))
+    return _expect_after(st.after_outcome(step["outcome"], now, step.get("retry_after")))
+
+
+def replay_hedged(case: dict) -> list:
+    """The mismatches of a hedged case (``"runtime": "hedged"``)."""
+    return _replay(
+        case,
+        lambda policy, shared, now, draws, step: HedgedState(policy, shared, now, draws),
+        _hedged_step,
+        _hedged_snapshot,
+    )
+
+
+def replay_case(case: dict) -> list:
+    """The mismatches of one case (empty when it passes)."""
+    if case.get("runtime") == "hedged":
+        return replay_hedged(case)
+    return _replay(
+        case,
+        lambda policy, shared, now, draws, step: RetryState(
+            policy, shared, now, draws, step["idempotent"], step["key_sent"]
+        ),
+        _retry_step,
+        lambda shared, now: shared.snapshot(now),
+    )
 
 
 def replay_file(path: str):

@@ -27,6 +27,7 @@
 //! let client = tower::ServiceBuilder::new().layer(layer).service(http_client);
 //! ```
 
+use super::setup::{Setup, take_ready};
 use super::{BoxFuture, RetryFailure, dur};
 use crate::hedged::{HedgedState, Step};
 use crate::random::SplitMix;
@@ -35,8 +36,6 @@ use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy};
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tower_layer::Layer;
@@ -46,11 +45,7 @@ use tower_service::Service;
 /// it wraps.
 #[derive(Clone)]
 pub struct HedgeLayer<C, Z> {
-    policy: Arc<Policy>,
-    shared: Shared,
-    classify: C,
-    sleep: Z,
-    seeds: Option<Arc<AtomicU64>>,
+    setup: Setup<C, Z>,
 }
 
 impl<C, Z> HedgeLayer<C, Z> {
@@ -59,20 +54,18 @@ impl<C, Z> HedgeLayer<C, Z> {
     /// (use [`super::RetryLayer`] for it).
     pub fn new(policy: Policy, classify: C, sleep: Z) -> Option<Self> {
         policy.hedging.as_ref()?;
-        let shared = Shared::new(&policy);
-        Some(Self { policy: Arc::new(policy), shared, classify, sleep, seeds: None })
+        Some(Self { setup: Setup::new(policy, classify, sleep) })
     }
 
     /// The same layer with reproducible draws (the throttle's): the `k`-th
     /// call draws from `SplitMix::new(seed + k)`.
-    pub fn seeded(mut self, seed: u64) -> Self {
-        self.seeds = Some(Arc::new(AtomicU64::new(seed)));
-        self
+    pub fn seeded(self, seed: u64) -> Self {
+        Self { setup: self.setup.seeded(seed) }
     }
 
     /// The shared state (budget, breaker, throttle) of every wrapped service.
     pub fn shared(&self) -> &Shared {
-        &self.shared
+        &self.setup.shared
     }
 }
 
@@ -80,14 +73,7 @@ impl<S, C: Clone, Z: Clone> Layer<S> for HedgeLayer<C, Z> {
     type Service = Hedge<S, C, Z>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Hedge {
-            inner,
-            policy: self.policy.clone(),
-            shared: self.shared.clone(),
-            classify: self.classify.clone(),
-            sleep: self.sleep.clone(),
-            seeds: self.seeds.clone(),
-        }
+        Hedge { inner, setup: self.setup.clone() }
     }
 }
 
@@ -95,11 +81,7 @@ impl<S, C: Clone, Z: Clone> Layer<S> for HedgeLayer<C, Z> {
 #[derive(Clone)]
 pub struct Hedge<S, C, Z> {
     inner: S,
-    policy: Arc<Policy>,
-    shared: Shared,
-    classify: C,
-    sleep: Z,
-    seeds: Option<Arc<AtomicU64>>,
+    setup: Setup<C, Z>,
 }
 
 /// One copy in flight: its answer and its per-try timer (gone once it fired).
@@ -137,15 +119,9 @@ where
     fn call(&mut self, req: Req) -> Self::Future {
         // The inner service was made ready for this call: the first copy
         // takes it; further copies use a clone and wait until it is ready.
-        let mut first = self.inner.clone();
-        std::mem::swap(&mut first, &mut self.inner);
-        let mut svc = self.inner.clone();
-        let (policy, shared, classify, sleep) =
-            (self.policy.clone(), self.shared.clone(), self.classify.clone(), self.sleep.clone());
-        let rng = match &self.seeds {
-            Some(next) => SplitMix::new(next.fetch_add(1, Ordering::Relaxed)),
-            None => SplitMix::from_time(),
-        };
+        let (mut first, mut svc) = take_ready(&mut self.inner);
+        let rng = self.setup.next_rng();
+        let Setup { policy, shared, classify, sleep, .. } = self.setup.clone();
         Box::pin(async move {
             // One reading for the call's start and its first copy: the
             // first copy's timer is the whole deadline.

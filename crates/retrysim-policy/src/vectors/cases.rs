@@ -41,11 +41,6 @@ fn calls(n: usize, answers: Vec<Answer>) -> Vec<CallScript> {
     (0..n).map(|_| call(answers.clone())).collect()
 }
 
-fn retry_on(entries: &[&str]) -> RetryOn {
-    let parsed: Vec<_> = entries.iter().map(|e| RetryOn::parse_entry(e).expect("a valid outcome")).collect();
-    RetryOn::from_entries(&parsed)
-}
-
 /// The given policy as a retrying one: no hedging, at least 3 attempts,
 /// 503 and connect errors retried, a per-try timeout.
 fn retrying(base: &Policy) -> Policy {
@@ -99,7 +94,7 @@ pub fn designed_cases(base: &Policy) -> Vec<Case> {
     // The decision order, one rule at a time.
     add("rule 1: an outcome not in retry_on is not retried", plain_p.clone(), seq(vec![call(vec![st(418, 5)])]));
     let unsafe_p = Policy {
-        retry_on: retry_on(&["connect_error", "timeout", "500", "503"]),
+        retry_on: RetryOn::of(&["connect_error", "timeout", "500", "503"]),
         retry_unknown_without_key: false,
         ..plain_p.clone()
     };
@@ -181,7 +176,7 @@ pub fn designed_cases(base: &Policy) -> Vec<Case> {
         deadline: S,
         min_attempt_time: 0,
         backoff: Backoff { kind: BackoffKind::Constant, base: 100 * MS, ..Backoff::default() },
-        retry_on: retry_on(&["connect_error", "timeout", "503"]),
+        retry_on: RetryOn::of(&["connect_error", "timeout", "503"]),
         ..plain_p.clone()
     };
     add(
@@ -222,7 +217,7 @@ pub fn designed_cases(base: &Policy) -> Vec<Case> {
             max_attempts: 6,
             backoff: b,
             deadline: NEVER,
-            retry_on: retry_on(&["connect_error", "429", "503"]),
+            retry_on: RetryOn::of(&["connect_error", "429", "503"]),
             ..plain_p.clone()
         };
         add(name, p, seq(vec![call(vec![st(503, 5), st(429, 5), st(503, 5), st(429, 5), st(503, 5)])]));
@@ -239,7 +234,7 @@ pub fn designed_cases(base: &Policy) -> Vec<Case> {
                 throttling_cost: 5.0,
                 success_refund: 1.0,
             }),
-            retry_on: retry_on(&["connect_error", "timeout", "503"]),
+            retry_on: RetryOn::of(&["connect_error", "timeout", "503"]),
             per_try_timeout: 200 * MS,
             deadline: NEVER,
             ..plain_p.clone()
@@ -334,7 +329,7 @@ pub fn designed_cases(base: &Policy) -> Vec<Case> {
             max_attempts: 2,
             backoff: Backoff::default(),
             deadline: NEVER,
-            retry_on: retry_on(&["connect_error", "429", "503"]),
+            retry_on: RetryOn::of(&["connect_error", "429", "503"]),
             ..plain_p.clone()
         },
         seq(calls(12, vec![st(429, 5)])),
@@ -346,7 +341,7 @@ pub fn designed_cases(base: &Policy) -> Vec<Case> {
             max_attempts: 3,
             backoff: Backoff::default(),
             deadline: NEVER,
-            retry_on: retry_on(&["connect_error", "429", "503"]),
+            retry_on: RetryOn::of(&["connect_error", "429", "503"]),
             ..plain_p.clone()
         },
         seq([calls(4, vec![ok(100)]), calls(3, vec![st(429, 20), st(429, 20), ok(20)]), calls(3, vec![ok(5)])].concat()),
