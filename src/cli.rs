@@ -8,6 +8,8 @@ pub mod import;
 pub mod lint;
 pub mod plot;
 pub mod run;
+pub mod selection;
+pub mod sharded;
 pub mod sweep;
 pub mod traces;
 pub mod tune;
@@ -92,7 +94,7 @@ pub enum Command {
         display_order = 45,
         after_help = "Example:\n  retrysim merge out/shard1 out/shard2 out/shard3 out/shard4 --out out/sweep"
     )]
-    Merge(sweep::MergeArgs),
+    Merge(sharded::MergeArgs),
     /// Redraw the charts of a finished run or sweep from its output folder.
     #[command(
         display_order = 100,
@@ -255,7 +257,7 @@ where
         Command::Export(args) => export::run(&args),
         Command::Import(args) => import::run(&args),
         Command::Sweep(args) => sweep::run(&args),
-        Command::Merge(args) => sweep::run_merge(&args),
+        Command::Merge(args) => sharded::run_merge(&args),
         Command::Plot(args) => plot::run_plot(&args),
         Command::Tune(args) => tune::run(&args),
         Command::Report(args) => plot::run_report(&args),

@@ -10,4 +10,4 @@ pub mod world;
 
 pub use dist::Dist;
 pub use slab::{Id, Slab};
-pub use world::{RunOptions, World, progress_units, simulate, simulate_with};
+pub use world::{RunOptions, World, bytes_per_instance, progress_units, simulate, simulate_with};

@@ -64,7 +64,7 @@ pub fn estimate(s: &Scenario, trace: f64) -> Estimate {
             }
         };
         intents += n;
-        instance_bytes += c.stateful_instances() as f64 * 160.0;
+        instance_bytes += c.stateful_instances() as f64 * crate::model::bytes_per_instance(c) as f64;
     }
     let copies = |p: &crate::policy::Policy| p.max_attempts.max(p.hedging.as_ref().map_or(1, |h| h.max_attempts));
     let attempts: f64 = s.clients.iter().map(|c| copies(&c.policy) as f64).fold(1.0, f64::max);
@@ -361,6 +361,21 @@ mod tests {
             memory_knobs: "fewer replications",
             time_knobs: "fewer replications",
         }
+    }
+
+    #[test]
+    fn client_instances_cost_the_bytes_of_their_records() {
+        // Own budgets and breakers: 100 000 more instances, 100 000 more records
+        // (an instance that sends keeps 84 bytes; `model::world::instances`).
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/clients/scenario.toml");
+        let at = |count: u32| {
+            let exp = crate::config::load_experiment(&path, &[format!("clients.web.count={count}")]).unwrap();
+            let s = exp.variants[0].clone();
+            (estimate(&s, 0.0).bytes, crate::model::bytes_per_instance(&s.clients[0]))
+        };
+        let ((few, record), (many, _)) = (at(1_000), at(101_000));
+        assert_eq!(record, 84);
+        assert!((many - few - 100_000.0 * 84.0).abs() < 1e-3, "{} bytes per instance", (many - few) / 1e5);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `retrysim collapse-rate`: spontaneous collapses per hour at the
 //! experiment's steady load (DESIGN §8.4).
 
+use super::selection::{chosen_variants, overrides};
 use super::{EXIT_OK, ExperimentArgs, Format, SimArgs};
 use crate::analysis::collapse::splitting::{self, Plan};
 use crate::analysis::collapse::{COLLAPSE_SPAN, direct};
@@ -66,10 +67,7 @@ const BRANCH_LIMIT: u64 = 300_000_000_000;
 /// Runs the `collapse-rate` command.
 pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
     super::run::unique_variants(&args.variants)?;
-    let mut sets = args.exp.sets.clone();
-    if let Some(seed) = args.sim.seed {
-        sets.push(format!("experiment.seed={seed}"));
-    }
+    let sets = overrides(&args.exp.sets, args.sim.seed, None)?;
     if !(args.hours.is_finite() && args.hours > 0.0) {
         return Err(InputError::file(format!("--hours {}", args.hours), "must be a positive number of hours").into());
     }
@@ -86,22 +84,7 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
     }
     let exp = load_experiment(&args.exp.experiment, &sets)?;
     let file = args.exp.experiment.display().to_string();
-    for want in &args.variants {
-        if !exp.variants.iter().any(|v| &v.variant == want) {
-            let names: Vec<&str> = exp.variants.iter().map(|v| v.variant.as_str()).collect();
-            return Err(InputError::file(
-                format!("--variant {want}"),
-                format!("no such variant; the experiment has: {}", names.join(", ")),
-            )
-            .into());
-        }
-    }
-    let variants: Vec<Scenario> = exp
-        .variants
-        .iter()
-        .filter(|v| args.variants.is_empty() || args.variants.contains(&v.variant))
-        .cloned()
-        .collect();
+    let variants = chosen_variants(&exp.variants, &args.variants)?;
     let first = &variants[0];
     if first.duration <= first.warmup + COLLAPSE_SPAN {
         return Err(InputError::field(

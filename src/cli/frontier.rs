@@ -1,21 +1,21 @@
 //! `retrysim frontier`: the smallest trigger each variant cannot survive,
 //! per load and trigger length (DESIGN §8.4), and the merge of its shards.
 
-use super::{EXIT_OK, ExperimentArgs, Format, SimArgs};
+use super::selection::{chosen_variants, overrides};
+use super::sharded::{print_doc, write_doc};
+use super::{EXIT_OK, ExperimentArgs, SimArgs};
 use crate::analysis::frontier::{Judging, Search, Threshold, Trigger, TriggerKind, boundary, search};
 use crate::analysis::sweep::{in_shard, parse_param, parse_shard, shard_size};
 use crate::config::units::parse_duration;
 use crate::config::{ClientMode, Scenario, load_experiment};
 use crate::engine::{Nanos, from_secs_f64, to_secs_f64};
 use crate::error::InputError;
-use crate::output::frontier::{
-    FRONTIER_SCHEMA, FrontierDoc, FrontierExperiment, FrontierRow, ShardInfo, Words, merge, sentence,
-};
-use crate::output::manifest::{self, MANIFEST, Manifest};
-use crate::output::write_atomic;
+use crate::output::frontier::{FRONTIER_SCHEMA, FrontierDoc, FrontierExperiment, FrontierRow, Words, sentence};
+use crate::output::manifest::MANIFEST;
+use crate::output::shards::ShardInfo;
 use clap::Args;
 use rayon::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// `retrysim frontier`.
 #[derive(Args, Debug, Clone)]
@@ -126,34 +126,10 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
     super::run::unique_variants(&args.variants)?;
     let kind = args.trigger;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
-    let mut sets = args.exp.sets.clone();
-    if let Some(seed) = args.sim.seed {
-        sets.push(format!("experiment.seed={seed}"));
-    }
-    if let Some(r) = args.replications {
-        if r == 0 {
-            return Err(InputError::file("--replications", "must be at least 1").into());
-        }
-        sets.push(format!("experiment.replications={r}"));
-    }
+    let sets = overrides(&args.exp.sets, args.sim.seed, args.replications)?;
     let exp = load_experiment(&args.exp.experiment, &sets)?;
     let file = args.exp.experiment.display().to_string();
-    for want in &args.variants {
-        if !exp.variants.iter().any(|v| &v.variant == want) {
-            let names: Vec<&str> = exp.variants.iter().map(|v| v.variant.as_str()).collect();
-            return Err(InputError::file(
-                format!("--variant {want}"),
-                format!("no such variant; the experiment has: {}", names.join(", ")),
-            )
-            .into());
-        }
-    }
-    let variants: Vec<Scenario> = exp
-        .variants
-        .iter()
-        .filter(|v| args.variants.is_empty() || args.variants.contains(&v.variant))
-        .cloned()
-        .collect();
+    let variants = chosen_variants(&exp.variants, &args.variants)?;
     let first = &variants[0];
     for v in &variants {
         if !crate::metrics::recovery::disturbances(v).is_empty() {
@@ -330,15 +306,7 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
         shard: shard.map(|(k, n)| ShardInfo { k, n }),
         rows: doc_rows,
     };
-    let (json, csv) = (doc.to_json()?, doc.to_csv()?);
-    write_atomic(&out.join("frontier.json"), json.as_bytes(), &exp.inputs)?;
-    write_atomic(&out.join("frontier.csv"), csv.as_bytes(), &exp.inputs)?;
-    if doc.shard.is_some() {
-        let record = Manifest::of(&[("frontier.json", json.as_bytes()), ("frontier.csv", csv.as_bytes())]);
-        write_atomic(&out.join(MANIFEST), record.to_json().as_bytes(), &exp.inputs)?;
-    } else if !args.sim.no_plots {
-        crate::charts::frontier::frontier_chart(&out, &out)?;
-    }
+    write_doc(&doc, &out, &exp.inputs, args.sim.no_plots, crate::charts::frontier::frontier_chart)?;
     print_doc(&doc, args.sim.format)?;
     if !args.exp.quiet {
         let runs: u64 = doc.rows.iter().map(|r| r.runs).sum();
@@ -349,54 +317,6 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
             started.elapsed().as_secs_f64(),
             out.display()
         );
-    }
-    Ok(EXIT_OK)
-}
-
-fn print_doc(doc: &FrontierDoc, format: Format) -> anyhow::Result<()> {
-    match format {
-        Format::Json => print!("{}", doc.to_json()?),
-        Format::Csv => print!("{}", doc.to_csv()?),
-        Format::Table => print!("{}", doc.to_table(false)),
-        Format::Markdown => print!("{}", doc.to_table(true)),
-    }
-    Ok(())
-}
-
-/// Whether `dir` (a folder or a file in it) holds a frontier shard.
-pub fn is_frontier(dir: &Path) -> bool {
-    let folder = if dir.is_file() { dir.parent().map(PathBuf::from).unwrap_or_default() } else { dir.to_path_buf() };
-    folder.join("frontier.json").is_file() && !folder.join("sweep.json").is_file()
-}
-
-/// `retrysim merge` of frontier shards.
-pub fn run_merge(args: &super::sweep::MergeArgs) -> anyhow::Result<i32> {
-    let mut docs = Vec::new();
-    let mut inputs: Vec<PathBuf> = Vec::new();
-    for dir in &args.dirs {
-        let folder = if dir.is_file() { dir.parent().map(PathBuf::from).unwrap_or_default() } else { dir.clone() };
-        let path = folder.join("frontier.json");
-        let shown = path.display().to_string();
-        inputs.extend([path.clone(), folder.join("frontier.csv"), folder.join(MANIFEST)]);
-        let bytes = manifest::verify(&folder, "frontier.json")?;
-        let text = String::from_utf8(bytes).map_err(|_| InputError::file(&shown, "not UTF-8 text"))?;
-        let doc: FrontierDoc = serde_json::from_str(&text).map_err(|e| {
-            InputError::file(&shown, format!("not a frontier.json: {}", crate::config::messages::plain(&e.to_string())))
-        })?;
-        if doc.schema != FRONTIER_SCHEMA {
-            return Err(InputError::file(&shown, format!("schema \"{}\" is not {FRONTIER_SCHEMA}", doc.schema)).into());
-        }
-        docs.push((dir.display().to_string(), doc));
-    }
-    crate::output::check_outputs(&[args.out.join("frontier.json"), args.out.join("frontier.csv")], &inputs)?;
-    let merged = merge(docs).map_err(|m| InputError::file("retrysim merge", m))?;
-    write_atomic(&args.out.join("frontier.json"), merged.to_json()?.as_bytes(), &inputs)?;
-    write_atomic(&args.out.join("frontier.csv"), merged.to_csv()?.as_bytes(), &inputs)?;
-    if !args.no_plots {
-        crate::charts::frontier::frontier_chart(&args.out, &args.out)?;
-    }
-    if !args.quiet {
-        eprintln!("merged {} shards ({} rows) into {}", args.dirs.len(), merged.rows.len(), args.out.display());
     }
     Ok(EXIT_OK)
 }

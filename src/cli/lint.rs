@@ -6,7 +6,6 @@
 use super::{EXIT_CHECK_FAILED, EXIT_OK, Format};
 use crate::analysis::lint::{Finding, PathRow, Report, Severity, lint, sources, variants_label};
 use crate::config::load_experiment;
-use crate::error::InputError;
 use clap::Args;
 
 /// `retrysim lint`.
@@ -31,16 +30,7 @@ struct Linted {
 /// Runs the `lint` command.
 pub fn run(args: &LintArgs) -> anyhow::Result<i32> {
     let exp = load_experiment(&args.exp.experiment, &args.exp.sets)?;
-    let names: Vec<&str> = exp.variants.iter().map(|v| v.variant.as_str()).collect();
-    for want in &args.variants {
-        if !names.contains(&want.as_str()) {
-            return Err(InputError::file(
-                format!("--variant {want}"),
-                format!("no such variant; the experiment has: {}", names.join(", ")),
-            )
-            .into());
-        }
-    }
+    super::selection::check_variants(&exp.variants, &args.variants)?;
     let linted: Vec<Linted> = exp
         .variants
         .iter()

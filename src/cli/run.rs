@@ -76,16 +76,7 @@ pub fn unique_variants(variants: &[String]) -> Result<(), InputError> {
 
 /// Runs the `run` command.
 pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
-    let mut sets = args.exp.sets.clone();
-    if let Some(seed) = args.sim.seed {
-        sets.push(format!("experiment.seed={seed}"));
-    }
-    if let Some(r) = args.replications {
-        if r == 0 {
-            return Err(InputError::file("--replications", "must be at least 1").into());
-        }
-        sets.push(format!("experiment.replications={r}"));
-    }
+    let sets = super::selection::overrides(&args.exp.sets, args.sim.seed, args.replications)?;
     unique_variants(&args.variants)?;
     if args.trace.is_none()
         && let Some(f) = args.trace_sample
@@ -99,16 +90,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let trace_sample = args.trace_sample.unwrap_or(1.0);
     let mut exp = load_experiment(&args.exp.experiment, &sets)?;
     if !args.variants.is_empty() {
-        let names: Vec<String> = exp.variants.iter().map(|v| v.variant.clone()).collect();
-        for want in &args.variants {
-            if !names.contains(want) {
-                return Err(InputError::file(
-                    format!("--variant {want}"),
-                    format!("no such variant; the experiment has: {}", names.join(", ")),
-                )
-                .into());
-            }
-        }
+        super::selection::check_variants(&exp.variants, &args.variants)?;
         exp.variants.retain(|v| args.variants.contains(&v.variant));
     }
     if !args.exp.quiet {

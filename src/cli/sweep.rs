@@ -1,6 +1,8 @@
-//! `retrysim sweep` and `retrysim merge`.
+//! `retrysim sweep`.
 
-use super::{EXIT_OK, ExperimentArgs, Format, SimArgs};
+use super::selection::{check_variants, overrides};
+use super::sharded::{print_doc, write_doc};
+use super::{EXIT_OK, ExperimentArgs, SimArgs};
 use crate::analysis::sweep::{
     Knee, MAX_GRID_POINTS, Param, grid, grid_size, in_shard, parse_params, parse_shard, shard_size,
 };
@@ -9,12 +11,10 @@ use crate::config::{Scenario, load_experiment};
 use crate::engine::random::hash_words;
 use crate::error::InputError;
 use crate::model::RunOptions;
-use crate::output::manifest::{self, MANIFEST, Manifest};
+use crate::output::manifest::MANIFEST;
+use crate::output::shards::ShardInfo;
 use crate::output::summarize_runs;
-use crate::output::sweep::{
-    MetricDoc, PointDoc, SWEEP_SCHEMA, ShardInfo, SweepDoc, SweepExperiment, VariantPoint, merge,
-};
-use crate::output::write_atomic;
+use crate::output::sweep::{MetricDoc, PointDoc, SWEEP_SCHEMA, SweepDoc, SweepExperiment, VariantPoint};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -47,23 +47,6 @@ pub struct SweepArgs {
     pub force: bool,
 }
 
-/// `retrysim merge`.
-#[derive(Args, Debug, Clone)]
-pub struct MergeArgs {
-    /// Output folders of `retrysim sweep --shard K/N` (or `frontier --shard K/N`), one per shard.
-    #[arg(required = true)]
-    pub dirs: Vec<PathBuf>,
-    /// Where to write the merged sweep.json and sweep.csv.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Say nothing on stderr but errors.
-    #[arg(short, long)]
-    pub quiet: bool,
-    /// Do not draw charts.
-    #[arg(long)]
-    pub no_plots: bool,
-}
-
 /// Hash of every input file (the experiment and the policies it loads) and
 /// the overrides, so that shards of different inputs do not merge.
 pub(crate) fn fingerprint(inputs: &[PathBuf], sets: &[String]) -> String {
@@ -85,27 +68,9 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
     super::run::unique_variants(&args.variants)?;
     let knee = Knee::parse(&args.knee)?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
-    let mut sets = args.exp.sets.clone();
-    if let Some(seed) = args.sim.seed {
-        sets.push(format!("experiment.seed={seed}"));
-    }
-    if let Some(r) = args.replications {
-        if r == 0 {
-            return Err(InputError::file("--replications", "must be at least 1").into());
-        }
-        sets.push(format!("experiment.replications={r}"));
-    }
+    let sets = overrides(&args.exp.sets, args.sim.seed, args.replications)?;
     let base = load_experiment(&args.exp.experiment, &sets)?;
-    for want in &args.variants {
-        if !base.variants.iter().any(|v| &v.variant == want) {
-            let names: Vec<&str> = base.variants.iter().map(|v| v.variant.as_str()).collect();
-            return Err(InputError::file(
-                format!("--variant {want}"),
-                format!("no such variant; the experiment has: {}", names.join(", ")),
-            )
-            .into());
-        }
-    }
+    check_variants(&base.variants, &args.variants)?;
     let swept_names: Vec<String> = base
         .variants
         .iter()
@@ -236,17 +201,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
         });
     }
     doc.compute_knees();
-    let (json, csv) = (doc.to_json()?, doc.to_csv()?);
-    write_atomic(&out.join("sweep.json"), json.as_bytes(), &base.inputs)?;
-    write_atomic(&out.join("sweep.csv"), csv.as_bytes(), &base.inputs)?;
-    if doc.shard.is_some() {
-        // What `merge` verifies: the shard's own files, as written, and this version.
-        let record = Manifest::of(&[("sweep.json", json.as_bytes()), ("sweep.csv", csv.as_bytes())]);
-        write_atomic(&out.join(MANIFEST), record.to_json().as_bytes(), &base.inputs)?;
-    }
-    if !args.sim.no_plots && doc.shard.is_none() {
-        crate::charts::sweep_charts(&out, &out)?;
-    }
+    write_doc(&doc, &out, &base.inputs, args.sim.no_plots, crate::charts::sweep_charts)?;
     print_doc(&doc, args.sim.format)?;
     if !args.exp.quiet {
         eprintln!(
@@ -255,53 +210,6 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<i32> {
             events as f64 / elapsed.max(1e-9) / 1e6,
             out.display()
         );
-    }
-    Ok(EXIT_OK)
-}
-
-fn print_doc(doc: &SweepDoc, format: Format) -> anyhow::Result<()> {
-    match format {
-        Format::Json => print!("{}", doc.to_json()?),
-        Format::Csv => print!("{}", doc.to_csv()?),
-        Format::Table => print!("{}", doc.to_table(false)),
-        Format::Markdown => print!("{}", doc.to_table(true)),
-    }
-    Ok(())
-}
-
-/// Runs the `merge` command.
-pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
-    if args.dirs.first().is_some_and(|d| super::frontier::is_frontier(d)) {
-        return super::frontier::run_merge(args);
-    }
-    let mut docs = Vec::new();
-    let mut inputs: Vec<PathBuf> = Vec::new();
-    for dir in &args.dirs {
-        // A shard's folder, or its sweep.json.
-        let folder = if dir.is_file() { dir.parent().map(PathBuf::from).unwrap_or_default() } else { dir.clone() };
-        let path = folder.join("sweep.json");
-        let shown = path.display().to_string();
-        inputs.extend([path.clone(), folder.join("sweep.csv"), folder.join(MANIFEST)]);
-        // The shard's files must be as it wrote them (checksums in shard.json).
-        let bytes = manifest::verify(&folder, "sweep.json")?;
-        let text = String::from_utf8(bytes).map_err(|_| InputError::file(&shown, "not UTF-8 text"))?;
-        let doc: SweepDoc = serde_json::from_str(&text).map_err(|e| {
-            InputError::file(&shown, format!("not a sweep.json: {}", crate::config::messages::plain(&e.to_string())))
-        })?;
-        if doc.schema != SWEEP_SCHEMA {
-            return Err(InputError::file(&shown, format!("schema \"{}\" is not {SWEEP_SCHEMA}", doc.schema)).into());
-        }
-        docs.push((dir.display().to_string(), doc));
-    }
-    crate::output::check_outputs(&[args.out.join("sweep.json"), args.out.join("sweep.csv")], &inputs)?;
-    let merged = merge(docs).map_err(|m| InputError::file("retrysim merge", m))?;
-    write_atomic(&args.out.join("sweep.json"), merged.to_json()?.as_bytes(), &inputs)?;
-    write_atomic(&args.out.join("sweep.csv"), merged.to_csv()?.as_bytes(), &inputs)?;
-    if !args.no_plots {
-        crate::charts::sweep_charts(&args.out, &args.out)?;
-    }
-    if !args.quiet {
-        eprintln!("merged {} shards ({} points) into {}", args.dirs.len(), merged.points.len(), args.out.display());
     }
     Ok(EXIT_OK)
 }

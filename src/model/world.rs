@@ -334,6 +334,15 @@ struct ClientState {
     rounds: Vec<u32>,
 }
 
+/// The bytes one client instance of `spec`'s class keeps for itself once it
+/// has sent: its budget, breaker and throttle records and, closed loop, its
+/// count of intents started (0 for an instance of an open-loop class
+/// without per-instance state).
+pub fn bytes_per_instance(spec: &crate::config::ClientSpec) -> usize {
+    let closed = matches!(spec.mode, crate::config::ClientMode::Closed { .. });
+    instances::bytes_per_instance(spec) + if closed { size_of::<u32>() } else { 0 }
+}
+
 impl ClientState {
     /// The budget of `instance` (or the shared one).
     #[inline]

@@ -100,23 +100,7 @@ impl CollapseDoc {
                 ]
             })
             .collect();
-        if markdown {
-            let _ = writeln!(out, "| {} |\n|---|---|---:|---:|---:|---:|---:|", header.join(" | "));
-            for r in &rows {
-                let _ = writeln!(out, "| {} |", r.join(" | "));
-            }
-        } else {
-            let widths: Vec<usize> = (0..7)
-                .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0))
-                .collect();
-            let line = |cells: &[String]| {
-                cells.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect::<Vec<_>>().join("  ")
-            };
-            let _ = writeln!(out, "{}", line(&header.map(String::from)).trim_end());
-            for r in &rows {
-                let _ = writeln!(out, "{}", line(r).trim_end());
-            }
-        }
+        super::plain_table::write_table(&mut out, header, &rows, markdown, "|---|---|---:|---:|---:|---:|---:|");
         out.push('\n');
         for v in &self.variants {
             let _ = writeln!(out, "{}: {}.", v.name, self.sentence(v));

@@ -1,6 +1,7 @@
 //! `frontier.json` (`retrysim.frontier/1`), `frontier.csv`, the table the
-//! terminal shows, one sentence per row, and the merge of shards.
+//! terminal shows, one sentence per row, and what its shards share to merge.
 
+use super::shards::{Kind, Place, ShardInfo, ShardedDoc};
 use crate::analysis::anatomy::Continuation;
 use crate::analysis::frontier::{Boundary, TriggerKind};
 use serde::{Deserialize, Serialize};
@@ -32,13 +33,6 @@ pub struct FrontierExperiment {
     pub variants: Vec<String>,
     /// Rows of the whole frontier (variants × loads × lengths).
     pub rows: usize,
-}
-
-/// A shard's place in the whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShardInfo {
-    pub k: usize,
-    pub n: usize,
 }
 
 /// One (variant, load, length) of the frontier.
@@ -153,14 +147,28 @@ pub fn sentence(w: &Words, load_scale: f64, utilization: Option<f64>, length_s: 
     }
 }
 
-impl FrontierDoc {
-    /// `frontier.json` as written.
-    pub fn to_json(&self) -> anyhow::Result<String> {
-        Ok(serde_json::to_string_pretty(self)? + "\n")
+impl ShardedDoc for FrontierDoc {
+    type Piece = FrontierRow;
+    const KIND: Kind = Kind::Frontier;
+
+    fn same_whole(&self, other: &Self) -> bool {
+        self.experiment == other.experiment && self.schema == other.schema
+    }
+
+    fn place(&self) -> Place<'_> {
+        Place { schema: &self.schema, shard: self.shard, whole: self.experiment.rows }
+    }
+
+    fn into_pieces(self) -> Vec<(usize, FrontierRow)> {
+        self.rows.into_iter().map(|r| (r.index, r)).collect()
+    }
+
+    fn joined(first: Self, rows: Vec<FrontierRow>) -> Self {
+        FrontierDoc { shard: None, rows, ..first }
     }
 
     /// `frontier.csv`: one row per (variant, load, length).
-    pub fn to_csv(&self) -> anyhow::Result<String> {
+    fn to_csv(&self) -> anyhow::Result<String> {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record([
             "variant",
@@ -194,7 +202,7 @@ impl FrontierDoc {
     }
 
     /// The table the terminal shows (`markdown` for a Markdown table), then the sentences.
-    pub fn to_table(&self, markdown: bool) -> String {
+    fn to_table(&self, markdown: bool) -> String {
         let e = &self.experiment;
         let mut out = String::new();
         let header = ["variant", "load_scale", "length", "boundary", "95% interval", "runs"];
@@ -230,24 +238,7 @@ impl FrontierDoc {
             num(e.horizon_s),
             e.replications
         );
-        if markdown {
-            let _ = writeln!(out, "| {} |", header.join(" | "));
-            let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
-            for r in &rows {
-                let _ = writeln!(out, "| {} |", r.join(" | "));
-            }
-        } else {
-            let widths: Vec<usize> = (0..6)
-                .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0))
-                .collect();
-            let line = |cells: &[String]| {
-                cells.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect::<Vec<_>>().join("  ")
-            };
-            let _ = writeln!(out, "{}", line(&header.map(String::from)).trim_end());
-            for r in &rows {
-                let _ = writeln!(out, "{}", line(r).trim_end());
-            }
-        }
+        super::plain_table::write_table(&mut out, header, &rows, markdown, "|---|---:|---:|---:|---:|---:|");
         out.push('\n');
         for r in &self.rows {
             let _ = writeln!(out, "{}: {}.", r.variant, r.sentence);
@@ -257,40 +248,6 @@ impl FrontierDoc {
         }
         out
     }
-}
-
-/// Joins a complete set of shards into the document the unsharded frontier writes.
-pub fn merge(docs: Vec<(String, FrontierDoc)>) -> Result<FrontierDoc, String> {
-    let Some((first_dir, first)) = docs.first().cloned() else { return Err("no shard folders given".into()) };
-    let n =
-        first.shard.map(|s| s.n).ok_or_else(|| format!("{first_dir}: not a shard (no `shard` in frontier.json)"))?;
-    let mut seen = vec![None::<String>; n];
-    for (dir, d) in &docs {
-        let s = d.shard.ok_or_else(|| format!("{dir}: not a shard (no `shard` in frontier.json)"))?;
-        if s.n != n {
-            return Err(format!("{dir} is shard {}/{} but {first_dir} is of {n} shards", s.k, s.n));
-        }
-        if d.experiment != first.experiment || d.schema != first.schema {
-            return Err(format!(
-                "{dir} comes from a different frontier than {first_dir} (experiment, seed, replications, trigger, sizes, loads or lengths differ)"
-            ));
-        }
-        if let Some(other) = &seen[s.k - 1] {
-            return Err(format!("shard {}/{n} is given twice: {other} and {dir}", s.k));
-        }
-        seen[s.k - 1] = Some(dir.clone());
-    }
-    let missing: Vec<String> =
-        seen.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(i, _)| format!("{}/{n}", i + 1)).collect();
-    if !missing.is_empty() {
-        return Err(format!("incomplete set of shards: missing {}", missing.join(", ")));
-    }
-    let mut rows: Vec<FrontierRow> = docs.into_iter().flat_map(|(_, d)| d.rows).collect();
-    rows.sort_by_key(|r| r.index);
-    if rows.len() != first.experiment.rows || rows.iter().enumerate().any(|(i, r)| r.index != i) {
-        return Err("the shards do not cover the frontier row by row".into());
-    }
-    Ok(FrontierDoc { shard: None, rows, ..first })
 }
 
 #[cfg(test)]

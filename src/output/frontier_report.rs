@@ -3,6 +3,7 @@
 
 use super::collapse_rate::CollapseDoc;
 use super::frontier::FrontierDoc;
+use super::shards::ShardedDoc as _;
 use std::fmt::Write as _;
 use std::path::Path;
 

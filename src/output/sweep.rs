@@ -2,6 +2,7 @@
 //! shards and merged shards, so that merged shards give byte for byte the
 //! files of the unsharded sweep.
 
+use super::shards::{Kind, Place, ShardInfo, ShardedDoc};
 use crate::analysis::sweep::{Knee, Param};
 use crate::metrics::METRICS;
 use serde::{Deserialize, Serialize};
@@ -48,13 +49,6 @@ pub struct SweepExperiment {
     pub grid_points: usize,
     /// The variants swept, in order.
     pub variants: Vec<String>,
-}
-
-/// Which shard a document holds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ShardInfo {
-    pub k: usize,
-    pub n: usize,
 }
 
 /// A variant's knee: the last value of the first parameter, in grid
@@ -107,14 +101,35 @@ impl SweepDoc {
             self.knees.push(KneeDoc { variant: v.name.clone(), param: self.params[0].key.clone(), value: knee });
         }
     }
+}
 
-    /// `sweep.json`.
-    pub fn to_json(&self) -> anyhow::Result<String> {
-        Ok(serde_json::to_string_pretty(self)? + "\n")
+impl ShardedDoc for SweepDoc {
+    type Piece = PointDoc;
+    const KIND: Kind = Kind::Sweep;
+
+    fn same_whole(&self, other: &Self) -> bool {
+        self.experiment == other.experiment
+            && self.params == other.params
+            && self.knee == other.knee
+            && self.schema == other.schema
+    }
+
+    fn place(&self) -> Place<'_> {
+        Place { schema: &self.schema, shard: self.shard, whole: self.experiment.grid_points }
+    }
+
+    fn into_pieces(self) -> Vec<(usize, PointDoc)> {
+        self.points.into_iter().map(|p| (p.index, p)).collect()
+    }
+
+    fn joined(first: Self, points: Vec<PointDoc>) -> Self {
+        let mut merged = SweepDoc { shard: None, points, knees: Vec::new(), ..first };
+        merged.compute_knees();
+        merged
     }
 
     /// `sweep.csv`: one row per point × variant, every metric's mean and CI.
-    pub fn to_csv(&self) -> anyhow::Result<String> {
+    fn to_csv(&self) -> anyhow::Result<String> {
         let mut w = csv::Writer::from_writer(Vec::new());
         let mut header = vec!["point".to_string()];
         header.extend(self.params.iter().map(|p| p.key.clone()));
@@ -143,7 +158,7 @@ impl SweepDoc {
 
     /// The terminal view (or a Markdown table): headline means per point
     /// and variant, then knees.
-    pub fn to_table(&self, markdown: bool) -> String {
+    fn to_table(&self, markdown: bool) -> String {
         let cols = [
             "success_rate",
             "goodput_per_s",
@@ -219,44 +234,4 @@ impl SweepDoc {
         }
         out
     }
-}
-
-/// Joins a complete, consistent set of shard documents into the document
-/// of the unsharded sweep.
-pub fn merge(docs: Vec<(String, SweepDoc)>) -> Result<SweepDoc, String> {
-    let Some((first_dir, first)) = docs.first().cloned() else { return Err("no shard folders given".into()) };
-    let n = first.shard.map(|s| s.n).ok_or_else(|| format!("{first_dir}: not a shard (no `shard` in sweep.json)"))?;
-    let mut seen = vec![None::<String>; n];
-    for (dir, d) in &docs {
-        let s = d.shard.ok_or_else(|| format!("{dir}: not a shard (no `shard` in sweep.json)"))?;
-        if s.n != n {
-            return Err(format!("{dir} is shard {}/{} but {first_dir} is of {n} shards", s.k, s.n));
-        }
-        if d.experiment != first.experiment
-            || d.params != first.params
-            || d.knee != first.knee
-            || d.schema != first.schema
-        {
-            return Err(format!(
-                "{dir} comes from a different sweep than {first_dir} (experiment, seed, replications, grid or knee differ)"
-            ));
-        }
-        if let Some(other) = &seen[s.k - 1] {
-            return Err(format!("shard {}/{n} is given twice: {other} and {dir}", s.k));
-        }
-        seen[s.k - 1] = Some(dir.clone());
-    }
-    let missing: Vec<String> =
-        seen.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(i, _)| format!("{}/{n}", i + 1)).collect();
-    if !missing.is_empty() {
-        return Err(format!("incomplete set of shards: missing {}", missing.join(", ")));
-    }
-    let mut points: Vec<PointDoc> = docs.into_iter().flat_map(|(_, d)| d.points).collect();
-    points.sort_by_key(|p| p.index);
-    if points.len() != first.experiment.grid_points || points.iter().enumerate().any(|(i, p)| p.index != i) {
-        return Err("the shards do not cover the grid point by point".into());
-    }
-    let mut merged = SweepDoc { shard: None, points, knees: Vec::new(), ..first };
-    merged.compute_knees();
-    Ok(merged)
 }

@@ -24,6 +24,19 @@ pub(super) struct Own {
     breaker: Option<BreakerMemory>,
 }
 
+/// The bytes one instance of `spec`'s class keeps in [`Instances`] once it
+/// has sent (its slot, its budget state and breaker memory, its own
+/// throttle); 0 when instances keep no state of their own. A `slow_call`
+/// breaker's window, on the heap, is not counted.
+pub(super) fn bytes_per_instance(spec: &ClientSpec) -> usize {
+    let p = &spec.policy;
+    let budget = p.budget.is_some_and(|b| b.scope == BudgetScope::Client);
+    let throttle = p.throttle.is_some_and(|t| t.scope == BudgetScope::Client);
+    let own = if budget || p.breaker.is_some() { size_of::<Own>() } else { 0 };
+    let throttle = if throttle { size_of::<Throttle>() } else { 0 };
+    if own + throttle == 0 { 0 } else { size_of::<u32>() + own + throttle }
+}
+
 /// An instance whose own state was never needed.
 const NO_SLOT: u32 = 0;
 
@@ -207,5 +220,23 @@ mod tests {
         assert!(bytes <= 100, "{bytes} bytes per instance");
         assert_eq!(size_of::<BudgetState>(), 16);
         assert_eq!(size_of::<BreakerMemory>(), 64);
+    }
+
+    #[test]
+    fn the_bytes_per_instance_are_the_records_an_instance_that_sends_keeps() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/clients/scenario.toml");
+        let exp = crate::config::load_experiment(&path, &[]).unwrap();
+        // Its own budget and breaker: the slot and the `Own` pushed on first use.
+        let mut spec = exp.variants[0].clients[0].clone();
+        let mut x = Instances::new(&spec);
+        assert!(x.budget(7).is_some() && x.breaker(7).is_some());
+        assert_eq!((x.slot.len(), x.own.len()), (spec.count as usize, 1));
+        assert_eq!(bytes_per_instance(&spec), size_of_val(&x.slot[7]) + size_of_val(&x.own[0]));
+        assert_eq!(bytes_per_instance(&spec), 84);
+        // A shared budget and no breaker: nothing per instance.
+        spec.policy.breaker = None;
+        spec.policy.budget.as_mut().unwrap().scope = BudgetScope::Shared;
+        assert_eq!(bytes_per_instance(&spec), 0);
+        assert!(!Instances::new(&spec).keeps_own());
     }
 }
