@@ -128,6 +128,8 @@ fn identity(path: &Path) -> Option<Identity> {
 /// [`identity`] of an input file, looked up once per process: the inputs
 /// were read before anything is written, and every output is compared
 /// with every input.
+// `Identity` is `Copy` on Unix and a `PathBuf` elsewhere: one code for both.
+#[cfg_attr(unix, allow(clippy::clone_on_copy))]
 fn input_identity(path: &Path) -> Option<Identity> {
     static KNOWN: std::sync::Mutex<Vec<(PathBuf, Option<Identity>)>> = std::sync::Mutex::new(Vec::new());
     let mut known = KNOWN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
