@@ -388,6 +388,18 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_folder_is_made_and_an_existing_file_replaced_in_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b/out.txt");
+        assert_eq!(target(&p).unwrap(), Target::Replace(p.clone()));
+        write_atomic(&p, b"first", &[]).unwrap();
+        assert_eq!(target(&p).unwrap(), Target::Overwrite(p.clone()));
+        write_atomic(&p, b"second", &[]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"second");
+        assert!(temporaries(&dir.path().join("a/b")).is_empty());
+    }
+
+    #[test]
     fn replacing_a_file_leaves_only_the_new_file() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("out.txt");
