@@ -3,7 +3,7 @@
 //! repository keeps (scripts/regenerate-vectors.sh rewrites them), and each
 //! file covers every rule of the decision order, every backoff, jitter,
 //! budget, breaker and throttle kind, deadline clipping, Retry-After caps
-//! and the hedging clock.
+//! and the hedging clock, quantile delays included.
 
 use std::path::Path;
 use std::process::Command;
@@ -106,6 +106,9 @@ const REQUIRED: &[&str] = &[
     "hedge:refused:breaker_open",
     "hedge:refused:budget",
     "hedge:refused:throttled",
+    "hedge:quantile_learnt",
+    "hedge:quantile_too_few",
+    "hedge:quantile_reset",
 ];
 
 #[test]

@@ -72,8 +72,7 @@ pub struct LatencyWindow {
 impl LatencyWindow {
     /// An empty window with periods of `period`.
     pub fn new(period: Nanos) -> Self {
-        let h = || Histogram::new_with_bounds(1, 86_400_000_000_000, 2).expect("static histogram bounds are valid");
-        Self { period: period.max(1), written_since: 0, read: h(), write: h() }
+        Self { period: period.max(1), written_since: 0, read: histogram(), write: histogram() }
     }
 
     /// Rotates the periods up to `now`.
@@ -102,6 +101,17 @@ impl LatencyWindow {
     pub fn quantile(&self, q: f64) -> Option<Nanos> {
         (self.read.len() >= MIN_DATA_POINTS).then(|| self.read.value_at_quantile(q))
     }
+
+    /// Latencies in the period read and in the period being written.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.read.len(), self.write.len())
+    }
+}
+
+/// One period's histogram: 1 ns to 1 day at 2 significant digits (256
+/// sub-buckets: exact below 256 ns, then steps of 2^k from 256 · 2^(k-1)).
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 86_400_000_000_000, 2).expect("static histogram bounds are valid")
 }
 
 /// The hedging state of one call edge: its learnt latency and its
@@ -132,6 +142,12 @@ impl Hedger {
                 self.latency.quantile(q)
             }
         }
+    }
+
+    /// Latencies learnt in the period read and in the one being written,
+    /// for a quantile delay (`None` for a fixed one).
+    pub fn latency_counts(&self) -> Option<(u64, u64)> {
+        matches!(self.delay, HedgeDelay::Quantile(_)).then(|| self.latency.counts())
     }
 
     /// A first attempt was sent.
@@ -190,6 +206,55 @@ mod tests {
         assert!((d as f64 / (95 * MS) as f64 - 1.0).abs() < 0.02, "p95 of 1..100 ms: {d}");
         // Two periods later with nothing written: no data, no hedge.
         assert_eq!(h.next_delay(3 * LATENCY_PERIOD + S), None);
+    }
+
+    // The numbers of the two tests below are also asserted by the Python
+    // runtime's tests (sdk/python/tests/test_latency.py): keep both in step.
+
+    #[test]
+    fn the_histogram_counts_in_steps_of_two_significant_digits() {
+        let h = histogram();
+        assert_eq!(h.distinct_values(), 5248, "41 half-buckets of 128");
+        let cases: [(u64, u64, u64); 12] = [
+            (1, 1, 1),
+            (255, 255, 255),
+            (256, 256, 257),
+            (257, 256, 257),
+            (511, 510, 511),
+            (512, 512, 515),
+            (1023, 1020, 1023),
+            (1024, 1024, 1031),
+            (134_217_727, 133_693_440, 134_217_727),
+            (134_217_728, 134_217_728, 135_266_303),
+            (100_000_000, 99_614_720, 100_139_007),
+            (86_400_000_000_000, 86_311_662_780_416, 86_861_418_594_303),
+        ];
+        for (v, low, high) in cases {
+            assert_eq!((h.lowest_equivalent(v), h.highest_equivalent(v)), (low, high), "{v}");
+        }
+    }
+
+    #[test]
+    fn the_window_reads_quantiles_as_the_histogram_gives_them() {
+        let read = |values: &[Nanos], qs: &[f64]| -> Vec<Option<Nanos>> {
+            let mut w = LatencyWindow::new(LATENCY_PERIOD);
+            for (i, &v) in values.iter().enumerate() {
+                w.record(i as Nanos, v);
+            }
+            w.advance(LATENCY_PERIOD);
+            qs.iter().map(|&q| w.quantile(q)).collect()
+        };
+        let ms: Vec<Nanos> = (1..=100).map(|i| i * MS).collect();
+        assert_eq!(
+            read(&ms, &[0.5, 0.9, 0.95, 0.99, 0.999]),
+            [50_069_503, 90_177_535, 95_420_415, 99_090_431, 100_139_007].map(Some)
+        );
+        // ceil(0.5 · 25) = 13th value, 144 568 ns, in a step of 1024.
+        let squares: Vec<Nanos> = (0..25).map(|i| 1_000 + 997 * i * i).collect();
+        assert_eq!(read(&squares, &[0.5, 0.9, 0.04]), [145_407, 485_375, 1_003].map(Some));
+        // 0 counts as 1 ns; 2^50 ns is past the counts and is counted at 1 day.
+        let extremes: Vec<Nanos> = [vec![0; 19], vec![1 << 50]].concat();
+        assert_eq!(read(&extremes, &[0.5, 0.99]), [1, 86_861_418_594_303].map(Some));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 mod cases;
 mod hedging;
+mod quantile;
 mod record;
 
 pub use cases::{DEFAULT_CASES, designed_cases};

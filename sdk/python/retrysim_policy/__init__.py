@@ -1,6 +1,6 @@
 """retrysim_policy: a pure-Python implementation of the retrysim policy
 runtime (the retry decision, backoff and jitter, budgets, breakers,
-client-side throttles and hedged calls with fixed delays), checked against the conformance vectors that
+client-side throttles and hedged calls with fixed or quantile delays), checked against the conformance vectors that
 ``retrysim vectors`` writes (docs/vectors.md)."""
 
 from .hedging import HedgedState

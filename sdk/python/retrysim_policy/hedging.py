@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from .latency import LATENCY_PERIOD, LatencyWindow
 from .machines import Budget
 from .policy import NEVER, Budget as BudgetSpec, Policy
 from .state import Shared, attempt_timeout
@@ -17,19 +18,30 @@ EXTRA_LOAD_TTL = 10 * 10**9
 
 
 class Hedger:
-    """The hedging clock of a client: the delay and the extra-load cap
-    (a ratio budget of hedges to first attempts over 10 s)."""
+    """The hedging clock of a client: the delay (fixed, or a quantile of
+    the latency of first copies learnt in a :class:`LatencyWindow`) and the
+    extra-load cap (a ratio budget of hedges to first attempts over 10 s)."""
 
     def __init__(self, p: Policy):
         self.h = p.hedging
+        self.latency = LatencyWindow(LATENCY_PERIOD)
         x = self.h.max_extra_load
         self.extra = None if x is None else Budget(
             BudgetSpec("ratio", {"ratio": x, "min_per_sec": 0.0, "ttl": EXTRA_LOAD_TTL}, "client"))
 
     def next_delay(self, now: int) -> Optional[int]:
+        """The wait before the next copy of a call whose copy was sent at
+        ``now``; None while a quantile delay has too little data."""
+        if self.h.quantile is None:
+            return self.h.delay
+        self.latency.advance(now)
+        return self.latency.quantile(self.h.quantile)
+
+    def record(self, now: int, latency: int) -> None:
+        """The latency of a call's first copy (to its answer, or to the
+        moment it was given up or cancelled), seen at ``now``."""
         if self.h.quantile is not None:
-            raise NotImplementedError("quantile hedging delays are not implemented here")
-        return self.h.delay
+            self.latency.record(now, latency)
 
     def on_first(self, now: int) -> None:
         if self.extra:
@@ -52,6 +64,8 @@ class Hedger:
 def learn_copy(p: Policy, s: Shared, now: int, copy: int, sent: int, outcome: str, counts: bool) -> None:
     """The guards learn the end of a copy (``counts`` false: cancelled)."""
     latency = max(now - sent, 0)
+    if copy == 0 and getattr(s, "hedger", None) is not None:
+        s.hedger.record(now, latency)
     if not counts:
         if s.budget:
             s.budget.on_cancel(copy > 0)

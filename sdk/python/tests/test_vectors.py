@@ -65,8 +65,9 @@ def _set(node, path, value):
 
 class Mutations(unittest.TestCase):
     """The replay catches a vector altered in any expected value or state:
-    every leaf of every step's ``expect`` and ``state`` in the hedged cases
-    (and in a sample of the others), changed one at a time."""
+    every leaf of every step's ``expect`` and ``state`` in the hedged cases,
+    quantile delays included (and in a sample of the others), changed one
+    at a time."""
 
     def _check(self, case, every):
         import copy
@@ -92,9 +93,21 @@ class Mutations(unittest.TestCase):
         with open(path, encoding="utf-8") as f:
             cases = json.load(f)["cases"]
         hedged = [c for c in cases if c.get("runtime") == "hedged"]
-        self.assertGreaterEqual(len(hedged), 9, "the hedged cases are in the file")
+        self.assertGreaterEqual(len(hedged), 12, "the hedged cases are in the file")
         for case in cases:
             self._check(case, 1 if case.get("runtime") == "hedged" else 7)
+
+    def test_altered_quantile_vectors_fail(self):
+        """The learnt p99 of the preset whose own delay is a quantile."""
+        import json
+
+        path = [v for v in VECTORS if v.endswith("finagle-backup-requests.json")][0]
+        with open(path, encoding="utf-8") as f:
+            cases = json.load(f)["cases"]
+        learnt = [c for c in cases if any(t.startswith("hedge:quantile_") for t in c["covers"])]
+        self.assertEqual(len(learnt), 3, "the quantile cases are in the file")
+        for case in learnt:
+            self._check(case, 1)
 
     def test_a_missing_or_extra_draw_fails(self):
         import copy

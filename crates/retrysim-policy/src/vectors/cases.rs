@@ -12,7 +12,7 @@ use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy, RetryOn};
 
 /// Cases `retrysim vectors` writes by default.
-pub const DEFAULT_CASES: usize = 47;
+pub const DEFAULT_CASES: usize = 50;
 
 const MS: Nanos = 1_000_000;
 const S: Nanos = 1_000_000_000;
@@ -349,6 +349,7 @@ pub fn designed_cases(base: &Policy) -> Vec<Case> {
 
     // The hedging clock.
     out.extend(super::hedging::hedged_cases(&plain_p));
+    out.extend(super::quantile::quantile_cases(&plain_p, base.hedging.as_ref()));
 
     out.into_iter()
         .enumerate()

@@ -180,10 +180,14 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
     let mut now = start;
     let mut outs: Vec<Out> = Vec::new();
     loop {
+        let learnt = latency_counts(rec);
         let r = st.before_first(now);
         let draw = st.take_draw();
         let expect = match r {
-            Ok(Admit::Send { timeout }) => json!({ "admit": "send", "timeout": opt(timeout), "hedge_due": due(&st) }),
+            Ok(Admit::Send { timeout }) => {
+                tag_quantile(rec, learnt, st.hedge_due_at().is_some());
+                json!({ "admit": "send", "timeout": opt(timeout), "hedge_due": due(&st) })
+            }
             Ok(Admit::Wait(w)) => json!({ "admit": "wait", "wait": w }),
             Err(reason) => {
                 rec.covers.insert(format!("refuse:{reason}"));
@@ -279,6 +283,32 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
             return now;
         }
     }
+}
+
+/// The latencies of a quantile delay's window: (read, written).
+fn latency_counts(rec: &Rec) -> Option<(u64, u64)> {
+    rec.shared.lock().hedger.as_ref().and_then(|h| h.latency_counts())
+}
+
+/// What a first copy shows of a quantile delay: hedged at the learnt
+/// quantile, too few latencies in the period read, or a window emptied by
+/// more than a whole period without writes (latencies were being written
+/// and none is left, read or written: a rotation by one period would have
+/// moved them to the read side). `before` are the counts before the step.
+fn tag_quantile(rec: &mut Rec, before: Option<(u64, u64)>, hedges: bool) {
+    let (Some((_, written)), Some((read, writing))) = (before, latency_counts(rec)) else {
+        return;
+    };
+    let tag = if hedges {
+        "hedge:quantile_learnt"
+    } else if read > 0 {
+        "hedge:quantile_too_few"
+    } else if written > 0 && writing == 0 {
+        "hedge:quantile_reset"
+    } else {
+        return;
+    };
+    rec.covers.insert(tag.into());
 }
 
 /// What a step shows of the hedging clock.
