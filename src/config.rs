@@ -144,8 +144,24 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
 const DATETIME: &str =
     "a TOML date or time is not a value of any field: quote it (\"2024-01-01\") if it is meant as a name";
 
+/// Whether `v` is or holds a TOML date or time.
+fn has_datetime(v: &Value) -> bool {
+    match v {
+        Value::Datetime(_) => true,
+        Value::Array(items) => items.iter().any(has_datetime),
+        Value::Table(t) => t.values().any(has_datetime),
+        _ => false,
+    }
+}
+
 /// The field path of the first TOML date or time in `v` (at `path`), if any.
+///
+/// The path is only built when there is one: a document without dates
+/// (every valid one) is scanned without making a string per value.
 fn datetime_in(v: &Value, path: &str) -> Option<String> {
+    if !has_datetime(v) {
+        return None;
+    }
     let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     match v {
         Value::Datetime(_) => Some(path.to_string()),

@@ -59,14 +59,25 @@ impl LatencyHistogram {
         (self.count() > 0).then(|| to_secs_f64(self.hist.value_at_quantile(q)))
     }
 
-    /// The quantiles `qs` (ascending) in seconds, in one pass over the
-    /// buckets; empty when nothing was recorded.
+    /// The quantiles `qs` (ascending) in seconds; empty when nothing was
+    /// recorded.
+    ///
+    /// A few quantiles are looked up one by one: each lookup sums the
+    /// buckets eight at a time (vectorised), which takes fewer instructions
+    /// than one pass that looks at every bucket. Many (a CDF) take that one
+    /// pass. Both give exactly the same values.
     pub fn quantiles_s(&self, qs: &[f64]) -> Vec<f64> {
+        /// Quantiles up to which separate chunked lookups are cheaper.
+        const ONE_BY_ONE: usize = 4;
         if self.count() == 0 {
             return Vec::new();
         }
         debug_assert!(qs.is_sorted(), "quantiles must be ascending");
-        self.hist.value_at_quantiles(qs.iter().copied()).map(to_secs_f64).collect()
+        if qs.len() <= ONE_BY_ONE {
+            qs.iter().map(|&q| to_secs_f64(self.hist.value_at_quantile(q))).collect()
+        } else {
+            self.hist.value_at_quantiles(qs.iter().copied()).map(to_secs_f64).collect()
+        }
     }
 
     /// The exact mean in seconds, `None` when empty.
@@ -108,6 +119,24 @@ mod tests {
         let each: Vec<f64> = qs.iter().map(|&q| h.quantile_s(q).unwrap()).collect();
         assert_eq!(one_pass, each);
         assert!(LatencyHistogram::default().quantiles_s(&qs).is_empty());
+    }
+
+    #[test]
+    fn a_few_quantiles_one_by_one_equal_the_one_pass() {
+        // Latencies over five orders of magnitude, so that the quantiles
+        // fall in different buckets and inside chunks of eight.
+        let mut h = LatencyHistogram::default();
+        let mut x = 12_345u64;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            h.record(1_000 + (x >> 40) % 1_000 * ((x >> 20) % 100_000 + 1));
+        }
+        let many = [0.001, 0.25, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
+        let one_pass = h.quantiles_s(&many);
+        for (i, w) in many.windows(3).enumerate() {
+            assert_eq!(h.quantiles_s(w), one_pass[i..i + 3], "{w:?}");
+        }
+        assert_eq!(h.quantiles_s(&[1.0]), [*one_pass.last().unwrap()]);
     }
 
     #[test]
