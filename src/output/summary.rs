@@ -192,13 +192,14 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
 /// metric that has a reason instead of a mean in either variant has no
 /// difference either.
 pub fn compare_to_baseline(summaries: &mut [VariantSummary], baseline: usize) {
-    let base = summaries[baseline].clone();
-    for (i, v) in summaries.iter_mut().enumerate() {
+    // The baseline is read in place while the others are written.
+    let (before, rest) = summaries.split_at_mut(baseline);
+    let (base, after) = rest.split_first_mut().expect("the baseline is one of the variants");
+    base.baseline = base.name.clone();
+    base.vs_baseline.clear();
+    let base = &*base;
+    for v in before.iter_mut().chain(after.iter_mut()) {
         v.baseline = base.name.clone();
-        v.vs_baseline.clear();
-        if i == baseline {
-            continue;
-        }
         v.vs_baseline = v
             .metrics
             .iter()
