@@ -58,3 +58,21 @@ fn replications_are_added_until_every_watched_metric_is_precise() {
     let (_, capped) = run_until_precise(&exp.variants, 0.0001, 4, 0, RunOptions::default(), &|| {}).unwrap();
     assert!(matches!(capped, PrecisionOutcome::Capped { replications: 4, .. }), "{capped:?}");
 }
+
+#[test]
+fn every_variant_is_compared_with_a_baseline_in_the_middle() {
+    use retrysim::output::summary::summarize_against;
+    let exp = quickstart(&[]);
+    let set = run_all(&exp.variants, Some(3), 0).unwrap();
+    let base = 1;
+    let summaries = summarize_against(&set, base);
+    assert!(summaries.iter().all(|v| v.baseline == summaries[base].name));
+    assert!(summaries[base].vs_baseline.is_empty(), "the baseline is not compared with itself");
+    for (i, v) in summaries.iter().enumerate().filter(|&(i, _)| i != base) {
+        let (mine, theirs) = (values(&set, i, "success_rate"), values(&set, base, "success_rate"));
+        let d = v.vs_baseline.iter().find(|(k, _)| k == "success_rate").map(|(_, s)| s).expect("compared");
+        // The paired differences, replication by replication, variant minus baseline.
+        let want: Vec<Option<f64>> = mine.iter().zip(&theirs).map(|(a, b)| Some(a.unwrap() - b.unwrap())).collect();
+        assert_eq!(d.values, want, "variant {i}");
+    }
+}
