@@ -49,15 +49,10 @@ fn statuses(codes: &[u16]) -> RetryOn {
     RetryOn { statuses: codes.to_vec(), ..RetryOn::none() }
 }
 
-/// The hedged cases for `base`, appended to the designed ones.
-pub(super) fn hedged_cases(plain: &Policy) -> Vec<(String, Policy, Script)> {
-    let spec = HedgeSpec {
-        max_attempts: 3,
-        delay: HedgeDelay::Fixed(100 * MS),
-        max_extra_load: None,
-        non_fatal: statuses(&[503]),
-        cancel: true,
-    };
+/// The hedging of the hedged cases (3 copies after `delay`, 503 non-fatal,
+/// the losers cancelled), and `plain` made a one-attempt policy with it.
+pub(super) fn hedged_policy(plain: &Policy, delay: HedgeDelay) -> (HedgeSpec, Policy) {
+    let spec = HedgeSpec { max_attempts: 3, delay, max_extra_load: None, non_fatal: statuses(&[503]), cancel: true };
     let p = Policy {
         max_attempts: 1,
         per_try_timeout: S,
@@ -67,6 +62,12 @@ pub(super) fn hedged_cases(plain: &Policy) -> Vec<(String, Policy, Script)> {
         hedging: Some(spec.clone()),
         ..plain.clone()
     };
+    (spec, p)
+}
+
+/// The hedged cases for `base`, appended to the designed ones.
+pub(super) fn hedged_cases(plain: &Policy) -> Vec<(String, Policy, Script)> {
+    let (spec, p) = hedged_policy(plain, HedgeDelay::Fixed(100 * MS));
     let with = |h: HedgeSpec| Policy { hedging: Some(h), ..p.clone() };
     let mut out: Vec<(String, Policy, Script)> = Vec::new();
     let mut add = |name: &str, p: Policy, calls: Vec<HedgedScript>| out.push((name.into(), p, Script::Hedged(calls)));

@@ -4,15 +4,13 @@
 //! digits), or do not hedge while it holds fewer than 20 latencies, or
 //! after more than a whole period without writes.
 
-use super::hedging::HedgedScript;
+use super::hedging::{HedgedScript, hedged_policy};
 use super::record::{Answer, Script};
-use crate::backoff::Backoff;
 use crate::hedge::{HedgeDelay, HedgeSpec, LATENCY_PERIOD, MIN_DATA_POINTS};
-use crate::time::{NEVER, Nanos};
-use crate::{Outcome, Policy, RetryOn};
+use crate::time::Nanos;
+use crate::{Outcome, Policy};
 
 const MS: Nanos = 1_000_000;
-const S: Nanos = 1_000_000_000;
 
 /// The quantile of the cases when the policy's own delay is fixed.
 const DEFAULT_QUANTILE: f64 = 0.9;
@@ -47,22 +45,7 @@ pub(super) fn quantile_cases(plain: &Policy, hedging: Option<&HedgeSpec>) -> Vec
         Some(HedgeDelay::Quantile(q)) => q,
         _ => DEFAULT_QUANTILE,
     };
-    let spec = HedgeSpec {
-        max_attempts: 3,
-        delay: HedgeDelay::Quantile(q),
-        max_extra_load: None,
-        non_fatal: RetryOn { statuses: vec![503], ..RetryOn::none() },
-        cancel: true,
-    };
-    let p = Policy {
-        max_attempts: 1,
-        per_try_timeout: S,
-        deadline: NEVER,
-        min_attempt_time: 0,
-        backoff: Backoff::default(),
-        hedging: Some(spec),
-        ..plain.clone()
-    };
+    let (_, p) = hedged_policy(plain, HedgeDelay::Quantile(q));
     let n = MIN_DATA_POINTS;
     vec![
         (
