@@ -64,7 +64,8 @@ class Hedger:
 def learn_copy(p: Policy, s: Shared, now: int, copy: int, sent: int, outcome: str, counts: bool) -> None:
     """The guards learn the end of a copy (``counts`` false: cancelled)."""
     latency = max(now - sent, 0)
-    if copy == 0 and getattr(s, "hedger", None) is not None:
+    if copy == 0:
+        # Only first copies teach a quantile delay (HedgedState made s.hedger).
         s.hedger.record(now, latency)
     if not counts:
         if s.budget:
