@@ -73,29 +73,34 @@ fn writes_through(ft: std::fs::FileType) -> bool {
     }
 }
 
-/// Decides how `path` is written, following symbolic links.
-fn target(path: &Path) -> anyhow::Result<Target> {
+/// Decides how `path` is written, following symbolic links; with it, the
+/// metadata of `path` itself when that is not a link (so that its identity
+/// needs no second look).
+fn target(path: &Path) -> anyhow::Result<(Target, Option<std::fs::Metadata>)> {
     let mut at = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         if is_descriptor(&at) {
-            return Ok(Target::Through(at));
+            return Ok((Target::Through(at), None));
         }
         let meta = match std::fs::symlink_metadata(&at) {
             Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Replace(at)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Target::Replace(at), None)),
             Err(e) => bail!("cannot write {}: {e}", path.display()),
         };
         let ft = meta.file_type();
+        let own = || (at == path).then(|| meta.clone());
         if ft.is_symlink() {
             let link = std::fs::read_link(&at).with_context(|| format!("cannot read the link {}", at.display()))?;
             at = if link.is_absolute() { link } else { at.parent().unwrap_or(Path::new("")).join(link) };
             continue;
         }
         if ft.is_file() {
-            return Ok(Target::Overwrite(at));
+            let own = own();
+            return Ok((Target::Overwrite(at), own));
         }
         if writes_through(ft) {
-            return Ok(Target::Through(at));
+            let own = own();
+            return Ok((Target::Through(at), own));
         }
         let shown = if at == path { String::new() } else { format!(" (the target of its link, {})", at.display()) };
         bail!(
@@ -125,6 +130,30 @@ fn identity(path: &Path) -> Option<Identity> {
     path.canonicalize().ok()
 }
 
+/// [`identity`] of `path` from metadata already read (not of a link).
+#[cfg(unix)]
+fn identity_of(_path: &Path, meta: &std::fs::Metadata) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity_of(path: &Path, _meta: &std::fs::Metadata) -> Option<Identity> {
+    identity(path)
+}
+
+/// How `path` is written, after refusing it when it is one of `inputs`:
+/// one look at a path that is not a link serves both.
+fn inspect(path: &Path, inputs: &[PathBuf]) -> anyhow::Result<Target> {
+    let (target, own) = target(path)?;
+    let id = match own {
+        Some(meta) => identity_of(path, &meta),
+        None => identity(path),
+    };
+    refuse_identity(path, id, inputs)?;
+    Ok(target)
+}
+
 /// [`identity`] of an input file, looked up once per process: the inputs
 /// were read before anything is written, and every output is compared
 /// with every input.
@@ -143,7 +172,12 @@ fn input_identity(path: &Path) -> Option<Identity> {
 
 /// Refuses `path` when it is one of `inputs`.
 fn refuse_inputs(path: &Path, inputs: &[PathBuf]) -> anyhow::Result<()> {
-    let Some(out) = identity(path) else { return Ok(()) };
+    refuse_identity(path, identity(path), inputs)
+}
+
+/// Refuses `path`, whose identity is `id`, when it is one of `inputs`.
+fn refuse_identity(path: &Path, id: Option<Identity>, inputs: &[PathBuf]) -> anyhow::Result<()> {
+    let Some(out) = id else { return Ok(()) };
     if let Some(input) = inputs.iter().find(|i| input_identity(i).is_some_and(|id| id == out)) {
         let same = if input == path { String::new() } else { format!(" ({})", input.display()) };
         bail!("refusing to write {}: it is an input file of this command{same}", path.display());
@@ -157,8 +191,7 @@ fn refuse_inputs(path: &Path, inputs: &[PathBuf]) -> anyhow::Result<()> {
 /// refusal never comes after some outputs are already in place.
 pub fn check_outputs(outputs: &[PathBuf], inputs: &[PathBuf]) -> anyhow::Result<()> {
     for path in outputs {
-        refuse_inputs(path, inputs)?;
-        if let Target::Replace(p) | Target::Overwrite(p) = target(path)?
+        if let Target::Replace(p) | Target::Overwrite(p) = inspect(path, inputs)?
             && p != *path
         {
             refuse_inputs(&p, inputs)?;
@@ -192,7 +225,9 @@ pub fn install(written: &Path, path: &Path, inputs: &[PathBuf]) -> anyhow::Resul
 /// against an interruption, not durable against a power cut. Refuses to
 /// write over any of `inputs` (the files the command read).
 pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> anyhow::Result<()> {
-    write_streamed(path, inputs, |w| {
+    // The bytes are all here: written as they are, without a buffer to
+    // copy them into first.
+    write_to(path, inputs, Buffer::None, |w| {
         for chunk in bytes.chunks(CHUNK) {
             w.write_all(chunk)?;
         }
@@ -208,31 +243,50 @@ pub fn write_streamed(
     inputs: &[PathBuf],
     fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    refuse_inputs(path, inputs)?;
+    write_to(path, inputs, Buffer::Chunk, fill)
+}
+
+/// Whether what `fill` writes goes through a buffer first.
+#[derive(Clone, Copy)]
+enum Buffer {
+    /// Straight to the file: `fill` writes large slices.
+    None,
+    /// Through a buffer of [`CHUNK`] bytes: `fill` writes many small pieces.
+    Chunk,
+}
+
+/// [`write_streamed`] with the choice of [`Buffer`].
+fn write_to(
+    path: &Path,
+    inputs: &[PathBuf],
+    buffer: Buffer,
+    fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let target = inspect(path, inputs)?;
     crate::interrupt::check()?;
-    match target(path)? {
+    match target {
         Target::Through(p) => {
             // This process's own stdout and stderr are written through their
             // descriptor, so that what is printed after them follows them.
             let s = p.to_string_lossy();
             let result = if matches!(s.as_ref(), "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1") {
-                fill_file(std::io::stdout().lock(), fill)
+                fill_file(std::io::stdout().lock(), buffer, fill)
             } else if matches!(s.as_ref(), "/dev/stderr" | "/dev/fd/2" | "/proc/self/fd/2") {
-                fill_file(std::io::stderr().lock(), fill)
+                fill_file(std::io::stderr().lock(), buffer, fill)
             } else {
                 let file =
                     OpenOptions::new().write(true).open(&p).with_context(|| format!("cannot write {}", p.display()))?;
-                fill_file(file, fill)
+                fill_file(file, buffer, fill)
             };
             result.map_err(|e| interrupted_or(e, &p))
         }
         Target::Replace(p) | Target::Overwrite(p) if p != path => {
             refuse_inputs(&p, inputs)?;
-            replace(&p, fill, true)
+            replace(&p, buffer, fill, true)
         }
         // Checked above; an existing file's folder is there.
-        Target::Replace(p) => replace(&p, fill, true),
-        Target::Overwrite(p) => replace(&p, fill, false),
+        Target::Replace(p) => replace(&p, buffer, fill, true),
+        Target::Overwrite(p) => replace(&p, buffer, fill, false),
     }
 }
 
@@ -240,6 +294,7 @@ pub fn write_streamed(
 /// temporary file never outlives a failure.
 fn replace(
     path: &Path,
+    buffer: Buffer,
     fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
     make_folder: bool,
 ) -> anyhow::Result<()> {
@@ -250,7 +305,7 @@ fn replace(
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let file = File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    let result = fill_file(file, fill)
+    let result = fill_file(file, buffer, fill)
         .map_err(|e| interrupted_or(e, &tmp))
         // Ctrl-C while writing: the file is not moved into place.
         .and_then(|()| Ok(crate::interrupt::check()?))
@@ -290,11 +345,25 @@ fn move_into_place(tmp: &Path, path: &Path) -> anyhow::Result<()> {
     std::fs::rename(tmp, path).with_context(|| format!("cannot move {} into place", path.display()))
 }
 
-/// Runs `fill` on `file` through a buffer that looks at the interrupt flag.
-fn fill_file<W: Write>(file: W, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    let mut w = BufWriter::with_capacity(CHUNK, Interruptible(file));
-    fill(&mut w)?;
-    w.flush()?;
+/// Runs `fill` on `file` through a writer that looks at the interrupt
+/// flag, with or without a buffer.
+fn fill_file<W: Write>(
+    file: W,
+    buffer: Buffer,
+    fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    match buffer {
+        Buffer::None => {
+            let mut w = Interruptible(file);
+            fill(&mut w)?;
+            w.flush()?;
+        }
+        Buffer::Chunk => {
+            let mut w = BufWriter::with_capacity(CHUNK, Interruptible(file));
+            fill(&mut w)?;
+            w.flush()?;
+        }
+    }
     Ok(())
 }
 
@@ -353,6 +422,36 @@ mod tests {
         std::fs::hard_link(&p, &hard).unwrap();
         assert!(write_atomic(&hard, b"x", std::slice::from_ref(&p)).is_err());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        // A link to it, checked before anything is written and when writing.
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("link.txt");
+            std::os::unix::fs::symlink("a.txt", &link).unwrap();
+            assert!(check_outputs(std::slice::from_ref(&link), std::slice::from_ref(&p)).is_err());
+            assert!(write_atomic(&link, b"x", std::slice::from_ref(&p)).is_err());
+            assert!(write_streamed(&link, std::slice::from_ref(&p), |w| Ok(w.write_all(b"x")?)).is_err());
+            assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        }
+    }
+
+    #[test]
+    fn written_whole_and_streamed_in_pieces_give_the_same_file() {
+        // More than two chunks, so that the unbuffered write takes several.
+        let bytes: Vec<u8> = (0..3 * CHUNK + 123).map(|i| (i * 7 % 251) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let whole = dir.path().join("whole.bin");
+        let pieces = dir.path().join("pieces.bin");
+        write_atomic(&whole, &bytes, &[]).unwrap();
+        write_streamed(&pieces, &[], |w| {
+            for piece in bytes.chunks(1000) {
+                w.write_all(piece)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&whole).unwrap(), bytes);
+        assert_eq!(std::fs::read(&pieces).unwrap(), bytes);
+        assert!(temporaries(dir.path()).is_empty());
     }
 
     #[test]
@@ -374,6 +473,7 @@ mod tests {
         let p = dir.path().join("out.txt");
         let e = replace(
             &p,
+            Buffer::None,
             |w: &mut dyn Write| {
                 std::fs::create_dir(&p).unwrap();
                 std::fs::write(p.join("keep"), b"x").unwrap();
@@ -391,9 +491,9 @@ mod tests {
     fn a_missing_folder_is_made_and_an_existing_file_replaced_in_its_own() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a/b/out.txt");
-        assert_eq!(target(&p).unwrap(), Target::Replace(p.clone()));
+        assert_eq!(target(&p).unwrap().0, Target::Replace(p.clone()));
         write_atomic(&p, b"first", &[]).unwrap();
-        assert_eq!(target(&p).unwrap(), Target::Overwrite(p.clone()));
+        assert_eq!(target(&p).unwrap().0, Target::Overwrite(p.clone()));
         write_atomic(&p, b"second", &[]).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"second");
         assert!(temporaries(&dir.path().join("a/b")).is_empty());
