@@ -16,13 +16,9 @@ use crate::state::{Admit, Draws, Shared, gate_attempt};
 use crate::time::Nanos;
 use crate::{Outcome, Policy};
 
-/// One copy in flight.
-#[derive(Debug, Clone, Copy)]
-struct Copy {
-    copy: u32,
-    sent: Nanos,
-    expired: bool,
-}
+mod copies;
+
+pub use copies::{LiveCopies, LiveCopy};
 
 /// A copy that was just sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +53,8 @@ pub struct HedgedState<'p, R: Random> {
     shared: Shared,
     draws: Draws<R>,
     call: CallState,
-    live: Vec<Copy>,
-    sent: u32,
+    /// The copies out, and how many were sent.
+    live: LiveCopies<()>,
     due_at: Option<Nanos>,
 }
 
@@ -68,7 +64,7 @@ impl<'p, R: Random> HedgedState<'p, R> {
     pub fn new(policy: &'p Policy, shared: Shared, now: Nanos, rng: R) -> Option<Self> {
         let spec = policy.hedging.as_ref()?;
         let call = CallState::new(CallState::deadline_from(policy, now), now, true, false);
-        Some(Self { policy, spec, shared, draws: Draws::new(rng), call, live: Vec::new(), sent: 0, due_at: None })
+        Some(Self { policy, spec, shared, draws: Draws::new(rng), call, live: LiveCopies::new(), due_at: None })
     }
 
     /// Declares the operation: idempotent or not, and whether an
@@ -87,7 +83,7 @@ impl<'p, R: Random> HedgedState<'p, R> {
 
     /// The copies still out.
     pub fn live(&self) -> Vec<u32> {
-        self.live.iter().map(|c| c.copy).collect()
+        self.live.numbers().collect()
     }
 
     /// The last random draw consumed (by the throttle), if any.
@@ -111,8 +107,7 @@ impl<'p, R: Random> HedgedState<'p, R> {
             return Ok(Admit::Wait(wait));
         }
         let timeout = self.call.on_send(self.policy, s, now);
-        self.live.push(Copy { copy: 0, sent: now, expired: false });
-        self.sent = 1;
+        self.live.push(now, ());
         self.due_at = self.call.hedge_started(self.spec, s, now).map(|d| now.saturating_add(d));
         Ok(Admit::Send { timeout })
     }
@@ -126,15 +121,14 @@ impl<'p, R: Random> HedgedState<'p, R> {
 
     /// Copy `copy` answered `outcome` at `now`.
     pub fn on_copy_outcome(&mut self, copy: u32, outcome: Outcome, now: Nanos) -> Step {
-        let Some(pos) = self.live.iter().position(|c| c.copy == copy) else {
+        let Some(c) = self.live.take(|c| c.copy == copy) else {
             return Step::default(); // not out (any more): nothing to learn
         };
-        let c = self.live.remove(pos);
         let shared = self.shared.clone();
         let mut s = shared.lock();
         CallState::learn_copy(self.policy, self.spec, &mut *s, now, c.copy, c.sent, outcome, true);
         if !self.spec.is_non_fatal(outcome) {
-            let rest = std::mem::take(&mut self.live);
+            let rest = self.live.take_all();
             for r in &rest {
                 CallState::learn_copy(self.policy, self.spec, &mut *s, now, r.copy, r.sent, Outcome::Timeout, false);
             }
@@ -149,9 +143,8 @@ impl<'p, R: Random> HedgedState<'p, R> {
 
     /// Copy `copy`'s per-try timeout passed at `now`.
     pub fn on_copy_expired(&mut self, copy: u32, now: Nanos) -> Step {
-        match self.live.iter_mut().find(|c| c.copy == copy) {
-            Some(c) => c.expired = true,
-            None => return Step::default(),
+        if !self.live.expire(|c| c.copy == copy) {
+            return Step::default();
         }
         self.hedge_or_settle(now, Outcome::Timeout)
     }
@@ -160,13 +153,11 @@ impl<'p, R: Random> HedgedState<'p, R> {
         let shared = self.shared.clone();
         let mut s = shared.lock();
         let s = &mut *s;
-        self.call.hedge_gate(self.policy, self.spec, s, now, self.sent, trigger, self.draws.draw())?;
-        let copy = self.sent;
-        self.sent += 1;
+        self.call.hedge_gate(self.policy, self.spec, s, now, self.live.sent(), trigger, self.draws.draw())?;
         let timeout = self.call.on_send(self.policy, s, now);
         debug_assert_eq!(timeout, attempt_timeout(self.policy, now, self.call.deadline_at));
-        self.live.push(Copy { copy, sent: now, expired: false });
-        self.due_at = CallState::next_hedge(self.spec, s, now, self.sent).map(|d| now.saturating_add(d));
+        let copy = self.live.push(now, ());
+        self.due_at = CallState::next_hedge(self.spec, s, now, self.live.sent()).map(|d| now.saturating_add(d));
         Ok(Sent { copy, timeout })
     }
 
@@ -175,8 +166,7 @@ impl<'p, R: Random> HedgedState<'p, R> {
             Ok(sent) => return Step { hedge: Some(Ok(sent)), ..Step::default() },
             Err(reason) => reason,
         };
-        let (gone, kept): (Vec<Copy>, Vec<Copy>) = self.live.iter().partition(|c| c.expired);
-        self.live = kept;
+        let gone = self.live.take_expired();
         let shared = self.shared.clone();
         let mut s = shared.lock();
         for c in &gone {

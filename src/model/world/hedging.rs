@@ -13,26 +13,21 @@ use super::settle::TracedAttempt;
 use super::*;
 use crate::metrics::TraceNote;
 use crate::policy::hedge::HedgeSpec;
+use retrysim_policy::hedged::{LiveCopies, LiveCopy};
 
-/// One copy of a hedged call in flight.
+/// What the simulator keeps beside a copy in flight.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct HedgeCopy {
+pub(super) struct CopyRequest {
     req: Id,
-    copy: u32,
-    sent: Nanos,
-    /// Its per-try timeout has passed (it still may win).
-    expired: bool,
     /// What made the caller send it (`None`: the first copy, or the hedging delay).
     trigger: Option<Outcome>,
 }
 
-/// The copies of a hedged call.
-#[derive(Debug, Clone)]
-pub(super) struct HedgeCall {
-    live: Vec<HedgeCopy>,
-    /// Copies sent so far.
-    sent: u32,
-}
+/// One copy of a hedged call in flight.
+type HedgeCopy = LiveCopy<CopyRequest>;
+
+/// The copies of a hedged call: the ones out, and how many were sent.
+pub(super) type HedgeCall = LiveCopies<CopyRequest>;
 
 impl World<'_> {
     fn hedge_spec(&self, edge: usize) -> &'_ HedgeSpec {
@@ -43,8 +38,9 @@ impl World<'_> {
     pub(super) fn start_hedging(&mut self, id: Id, req: Id) {
         let now = self.q.now();
         let call = self.calls.get_mut(id).expect("live call");
-        let first = HedgeCopy { req, copy: 0, sent: now, expired: false, trigger: None };
-        call.hedge = Some(Box::new(HedgeCall { live: vec![first], sent: 1 }));
+        let mut copies = HedgeCall::new();
+        copies.push(now, CopyRequest { req, trigger: None });
+        call.hedge = Some(Box::new(copies));
         let g = self.guard(self.calls.get(id).expect("live call"));
         let spec = self.s.edge_policy(g.edge).hedging.as_ref().expect("a hedged edge");
         let call = self.calls.get_mut(id).expect("live call");
@@ -58,7 +54,7 @@ impl World<'_> {
     fn schedule_hedge(&mut self, id: Id) {
         let now = self.q.now();
         let call = self.calls.get(id).expect("live call");
-        let (g, copy) = (self.guard(call), call.hedge.as_ref().expect("hedged").sent);
+        let (g, copy) = (self.guard(call), call.hedge.as_ref().expect("hedged").sent());
         let spec = self.s.edge_policy(g.edge).hedging.as_ref().expect("a hedged edge");
         if let Some(delay) = CallState::next_hedge(spec, &mut self.lent(g), now, copy) {
             self.q.schedule_in(delay, Event::Hedge { call: id, copy });
@@ -68,7 +64,7 @@ impl World<'_> {
     /// The hedging delay for copy `copy` is over: send it, unless an answer
     /// came first or it went out already after a non-fatal answer.
     pub(super) fn on_hedge(&mut self, id: Id, copy: u32) {
-        let due = self.calls.get(id).and_then(|c| c.hedge.as_ref()).is_some_and(|h| h.sent == copy);
+        let due = self.calls.get(id).and_then(|c| c.hedge.as_ref()).is_some_and(|h| h.sent() == copy);
         if due && self.try_hedge(id, None).is_ok() {
             self.schedule_hedge(id);
         }
@@ -82,7 +78,7 @@ impl World<'_> {
         let g = self.guard(call);
         let policy = self.s.edge_policy(g.edge);
         let spec = policy.hedging.as_ref().expect("a hedged edge");
-        let (sent, key, next) = (call.hedge.as_ref().expect("hedged").sent, call.key, call.st.attempts as u64 + 1);
+        let (sent, key, next) = (call.hedge.as_ref().expect("hedged").sent(), call.key, call.st.attempts as u64 + 1);
         let class = self.intents.get(call.intent).filter(|it| it.in_window).map(|it| it.client as usize);
         let call = self.calls.get_mut(id).expect("live call");
         let rng = &self.rng;
@@ -101,23 +97,14 @@ impl World<'_> {
             self.m.classes[c].hedges += 1;
         }
         self.m.series.at(now).hedges += 1;
-        let call = self.calls.get_mut(id).expect("live call");
-        let copy = {
-            let h = call.hedge.as_mut().expect("hedged");
-            h.sent += 1;
-            h.sent - 1
-        };
         let req = self.transmit(id);
-        let c = HedgeCopy { req, copy, sent: now, expired: false, trigger };
-        self.calls.get_mut(id).expect("live call").hedge.as_mut().expect("hedged").live.push(c);
+        self.call_mut(id).hedge.as_mut().expect("hedged").push(now, CopyRequest { req, trigger });
         Ok(())
     }
 
     /// Takes copy `req` out of the call's live copies.
     fn take_copy(&mut self, id: Id, req: Id) -> Option<HedgeCopy> {
-        let h = self.calls.get_mut(id)?.hedge.as_mut()?;
-        let pos = h.live.iter().position(|c| c.req == req)?;
-        Some(h.live.remove(pos))
+        self.calls.get_mut(id)?.hedge.as_mut()?.take(|c| c.with.req == req)
     }
 
     /// The guards learn a copy's outcome; the first copy's latency feeds
@@ -130,8 +117,14 @@ impl World<'_> {
     }
 
     fn trace_copy(&mut self, id: Id, c: HedgeCopy, outcome: Outcome, decision: TraceDecision, note: Option<TraceNote>) {
-        let a =
-            TracedAttempt { attempt: c.copy + 1, sent: c.sent, wait: 0, trigger: c.trigger, copy: Some(c.copy), note };
+        let a = TracedAttempt {
+            attempt: c.copy + 1,
+            sent: c.sent,
+            wait: 0,
+            trigger: c.with.trigger,
+            copy: Some(c.copy),
+            note,
+        };
         self.push_trace(id, a, outcome, decision);
     }
 
@@ -172,10 +165,9 @@ impl World<'_> {
         let Some(h) = self.calls.get_mut(id).and_then(|c| c.hedge.as_mut()) else {
             return;
         };
-        let Some(c) = h.live.iter_mut().find(|c| c.req == req) else {
+        if !h.expire(|c| c.with.req == req) {
             return;
-        };
-        c.expired = true;
+        }
         self.call_mut(id).last_outcome = Some(Outcome::Timeout);
         self.hedge_or_settle(id, Outcome::Timeout);
     }
@@ -197,28 +189,23 @@ impl World<'_> {
         };
         let g = self.guard(self.calls.get(id).expect("live call"));
         let cancel = self.s.edge_policy(g.edge).cancel_on_timeout;
-        let expired: Vec<HedgeCopy> = {
-            let h = self.call_mut(id).hedge.as_mut().expect("hedged");
-            let (gone, kept): (Vec<HedgeCopy>, Vec<HedgeCopy>) = h.live.iter().partition(|c| c.expired);
-            h.live = kept;
-            gone
-        };
+        let expired = self.call_mut(id).hedge.as_mut().expect("hedged").take_expired();
         for c in expired {
             self.learn(g, c, Outcome::Timeout, true);
-            if let Some(r) = self.requests.get_mut(c.req) {
+            if let Some(r) = self.requests.get_mut(c.with.req) {
                 r.abandoned = true;
             }
             if cancel {
-                self.cancel_request(c.req);
+                self.cancel_request(c.with.req);
             }
-            let decision = if self.call_mut(id).hedge.as_ref().expect("hedged").live.is_empty() {
+            let decision = if self.call_mut(id).hedge.as_ref().expect("hedged").is_empty() {
                 TraceDecision::Deny(reason)
             } else {
                 TraceDecision::Hedge
             };
             self.trace_copy(id, c, Outcome::Timeout, decision, None);
         }
-        if self.call_mut(id).hedge.as_ref().expect("hedged").live.is_empty() {
+        if self.call_mut(id).hedge.as_ref().expect("hedged").is_empty() {
             let intent = self.call_mut(id).intent;
             if self.intents.get(intent).is_some_and(|it| it.in_window) {
                 *self.m.denials.entry(reason).or_insert(0) += 1;
@@ -231,15 +218,15 @@ impl World<'_> {
     /// to finish as wasted work when the policy does not cancel).
     fn end_other_copies(&mut self, id: Id, g: Guard) {
         let cancel = self.hedge_spec(g.edge).cancel;
-        let rest = std::mem::take(&mut self.call_mut(id).hedge.as_mut().expect("hedged").live);
+        let rest = self.call_mut(id).hedge.as_mut().expect("hedged").take_all();
         for c in rest {
             self.learn(g, c, Outcome::Timeout, false);
-            if let Some(r) = self.requests.get_mut(c.req) {
+            if let Some(r) = self.requests.get_mut(c.with.req) {
                 r.abandoned = true;
             }
             if cancel {
                 self.trace_copy(id, c, Outcome::Timeout, TraceDecision::Cancelled, Some(TraceNote::Cancelled));
-                self.cancel_request(c.req);
+                self.cancel_request(c.with.req);
             } else {
                 self.trace_copy(id, c, Outcome::Timeout, TraceDecision::Abandoned, Some(TraceNote::Unanswered));
             }
