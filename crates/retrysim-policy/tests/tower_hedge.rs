@@ -70,6 +70,16 @@ impl Seen {
 
 /// One hedged call whose copy `k` answers `script[k]` (status, after).
 async fn call(policy: Policy, script: Vec<(u16, Duration)>) -> (Result<u16, RetryFailure<String>>, Seen, Sleeps) {
+    call_leaving(policy, script, false).await
+}
+
+/// [`call`], with the layer leaving the copies the policy does not cancel
+/// running on tokio when `leave` is set.
+async fn call_leaving(
+    policy: Policy,
+    script: Vec<(u16, Duration)>,
+    leave: bool,
+) -> (Result<u16, RetryFailure<String>>, Seen, Sleeps) {
     let sleeps = Sleeps::default();
     let seen = Seen::default();
     let start = Instant::now();
@@ -89,7 +99,12 @@ async fn call(policy: Policy, script: Vec<(u16, Duration)>) -> (Result<u16, Retr
             }
         })
     };
-    let layer = HedgeLayer::new(policy, classify as Classify, sleeps.sleep()).expect("a hedging policy").seeded(7);
+    let mut layer = HedgeLayer::new(policy, classify as Classify, sleeps.sleep()).expect("a hedging policy").seeded(7);
+    if leave {
+        layer = layer.leave_running(|f| {
+            tokio::spawn(f);
+        });
+    }
     let mut hedged = layer.layer(svc);
     let answer = hedged.ready().await.unwrap().call("GET /").await;
     (answer, seen, sleeps)
@@ -194,6 +209,49 @@ async fn when_every_copy_passes_its_per_try_timeout_the_call_times_out() {
     assert!(near(start.elapsed(), 2 * DELAY), "{:?}", start.elapsed());
     assert_eq!(seen.dropped(), [true, true]);
     assert_eq!(sleeps.asked(), [DELAY, DELAY, DELAY], "a per-try timer for each copy and one hedging delay");
+}
+
+#[tokio::test]
+async fn with_cancel_false_and_a_runtime_the_loser_finishes_and_with_cancel_true_it_is_cancelled() {
+    // Two copies, a 100 ms hedging delay: the first answers at 300 ms, the
+    // second (sent at 100 ms) at 110 ms and wins. With `cancel = false`
+    // and a runtime the first goes on to answer (its answer ignored);
+    // without a runtime, or with `cancel = true`, it is dropped.
+    let text = |cancel: bool| {
+        format!(
+            "max_attempts = 1\ndeadline = \"2s\"\n[hedging]\nmax_attempts = 2\ndelay = \"100ms\"\ncancel = {cancel}\n"
+        )
+    };
+    let script = vec![(200, 300 * MS), (200, 10 * MS)];
+    for (cancel, leave, dropped) in [(false, true, false), (false, false, true), (true, true, true)] {
+        let p = Policy::from_toml(&text(cancel), "cancel-or-not").unwrap();
+        let (answer, seen, _) = call_leaving(p, script.clone(), leave).await;
+        assert_eq!(answer, Ok(200));
+        let sent = seen.sent();
+        assert!(near(sent[1], DELAY), "{sent:?}");
+        tokio::time::sleep(300 * MS).await; // past the first copy's answer
+        assert_eq!(seen.dropped(), [dropped, false], "cancel = {cancel}, runtime given: {leave}");
+    }
+}
+
+#[tokio::test]
+async fn copies_given_up_after_their_per_try_timeout_run_on_unless_cancel_on_timeout() {
+    // Two copies of 100 ms per try, both answering at 250 ms: both are
+    // given up at 200 ms and the call times out. With a runtime they go on
+    // to answer, as in the simulator, unless `cancel_on_timeout = true`.
+    let text = |cancel: bool| {
+        format!(
+            "max_attempts = 1\nper_try_timeout = \"100ms\"\ncancel_on_timeout = {cancel}\n\
+             [hedging]\nmax_attempts = 2\ndelay = \"100ms\"\n"
+        )
+    };
+    for (cancel, dropped) in [(false, false), (true, true)] {
+        let p = Policy::from_toml(&text(cancel), "given-up").unwrap();
+        let (answer, seen, _) = call_leaving(p, vec![(200, 250 * MS); 2], true).await;
+        assert_eq!(answer, Err(RetryFailure::TimedOut));
+        tokio::time::sleep(300 * MS).await; // past both answers
+        assert_eq!(seen.dropped(), [dropped, dropped], "cancel_on_timeout = {cancel}");
+    }
 }
 
 #[test]

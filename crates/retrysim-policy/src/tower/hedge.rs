@@ -16,8 +16,12 @@
 //! as it was (a fatal 500 stays a response); when every copy failed, the
 //! last answer, or [`RetryFailure::TimedOut`] when none came.
 //!
-//! With `cancel = false` the policy would leave the losers to finish; a
-//! layer without a runtime to spawn them on drops them all the same. A
+//! The copies the policy leaves to finish (the losers of the race with
+//! `cancel = false`, copies given up after their per-try timeout with
+//! `cancel_on_timeout = false`) need a runtime to finish on: given one
+//! with [`HedgeLayer::leave_running`] (`|f| { tokio::spawn(f); }`), the
+//! layer hands them to it and ignores their answers; without one it drops
+//! them, which cancels them, whatever the policy says. A
 //! hedge waits for the inner service's `poll_ready` before it goes; the
 //! copies out are not polled meanwhile (their wake-ups are kept), so an
 //! inner service that is slow to be ready delays the answers it holds.
@@ -36,16 +40,21 @@ use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy};
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tower_layer::Layer;
 use tower_service::Service;
+
+/// Runs a copy left to finish to its end (its answer is ignored).
+type Spawn = Arc<dyn Fn(BoxFuture<()>) + Send + Sync>;
 
 /// The layer: one hedging policy and one [`Shared`] state for every service
 /// it wraps.
 #[derive(Clone)]
 pub struct HedgeLayer<C, Z> {
     setup: Setup<C, Z>,
+    spawn: Option<Spawn>,
 }
 
 impl<C, Z> HedgeLayer<C, Z> {
@@ -54,13 +63,23 @@ impl<C, Z> HedgeLayer<C, Z> {
     /// (use [`super::RetryLayer`] for it).
     pub fn new(policy: Policy, classify: C, sleep: Z) -> Option<Self> {
         policy.hedging.as_ref()?;
-        Some(Self { setup: Setup::new(policy, classify, sleep) })
+        Some(Self { setup: Setup::new(policy, classify, sleep), spawn: None })
     }
 
     /// The same layer with reproducible draws (the throttle's): the `k`-th
     /// call draws from `SplitMix::new(seed + k)`.
     pub fn seeded(self, seed: u64) -> Self {
-        Self { setup: self.setup.seeded(seed) }
+        Self { setup: self.setup.seeded(seed), ..self }
+    }
+
+    /// The same layer leaving the copies the policy does not cancel to
+    /// finish on `spawn` (a runtime's spawn: `|f| { tokio::spawn(f); }`):
+    /// the losers of the race when `[hedging] cancel = false`, and copies
+    /// given up after their per-try timeout when `cancel_on_timeout =
+    /// false`, as the simulator leaves them to do their work. Without it
+    /// every copy the call no longer waits for is dropped (cancelled).
+    pub fn leave_running(self, spawn: impl Fn(BoxFuture<()>) + Send + Sync + 'static) -> Self {
+        Self { spawn: Some(Arc::new(spawn)), ..self }
     }
 
     /// The shared state (budget, breaker, throttle) of every wrapped service.
@@ -73,7 +92,7 @@ impl<S, C: Clone, Z: Clone> Layer<S> for HedgeLayer<C, Z> {
     type Service = Hedge<S, C, Z>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Hedge { inner, setup: self.setup.clone() }
+        Hedge { inner, setup: self.setup.clone(), spawn: self.spawn.clone() }
     }
 }
 
@@ -82,6 +101,7 @@ impl<S, C: Clone, Z: Clone> Layer<S> for HedgeLayer<C, Z> {
 pub struct Hedge<S, C, Z> {
     inner: S,
     setup: Setup<C, Z>,
+    spawn: Option<Spawn>,
 }
 
 /// One copy in flight: its answer and its per-try timer (gone once it fired).
@@ -122,7 +142,15 @@ where
         let (mut first, mut svc) = take_ready(&mut self.inner);
         let rng = self.setup.next_rng();
         let Setup { policy, shared, classify, sleep, .. } = self.setup.clone();
+        let spawn = self.spawn.clone();
         Box::pin(async move {
+            let spec = policy.hedging.as_ref().expect("HedgeLayer::new checked [hedging]");
+            // Which copies the call no longer waits for are left running.
+            let leave = |step: &Step, copy: u32| {
+                spawn.is_some()
+                    && ((!spec.cancel && step.cancel.contains(&copy))
+                        || (!policy.cancel_on_timeout && step.given_up.contains(&copy)))
+            };
             // One reading for the call's start and its first copy: the
             // first copy's timer is the whole deadline.
             let mut now = shared.now();
@@ -180,8 +208,18 @@ where
                         Step { hedge, ..Step::default() }
                     }
                 };
-                // Copies given up or cancelled are dropped here.
-                flights.retain(|f| !step.given_up.contains(&f.copy) && !step.cancel.contains(&f.copy));
+                // Copies given up or cancelled are dropped here, or left
+                // to finish where the policy says so and a runtime was given.
+                let (gone, kept) = std::mem::take(&mut flights)
+                    .into_iter()
+                    .partition(|f| step.given_up.contains(&f.copy) || step.cancel.contains(&f.copy));
+                flights = kept;
+                for f in gone.into_iter().filter(|f: &Flight<_>| leave(&step, f.copy)) {
+                    let answer = f.answer;
+                    spawn.as_ref().expect("checked by leave")(Box::pin(async move {
+                        let _ = answer.await;
+                    }));
+                }
                 if step.end.is_some() {
                     break; // Done, or GiveUp: the answer that ended the call, or the last one
                 }
