@@ -88,19 +88,15 @@ fn target(path: &Path) -> anyhow::Result<(Target, Option<std::fs::Metadata>)> {
             Err(e) => bail!("cannot write {}: {e}", path.display()),
         };
         let ft = meta.file_type();
-        let own = || (at == path).then(|| meta.clone());
         if ft.is_symlink() {
             let link = std::fs::read_link(&at).with_context(|| format!("cannot read the link {}", at.display()))?;
             at = if link.is_absolute() { link } else { at.parent().unwrap_or(Path::new("")).join(link) };
             continue;
         }
-        if ft.is_file() {
-            let own = own();
-            return Ok((Target::Overwrite(at), own));
-        }
-        if writes_through(ft) {
-            let own = own();
-            return Ok((Target::Through(at), own));
+        if ft.is_file() || writes_through(ft) {
+            let own = (at == path).then_some(meta);
+            let how = if ft.is_file() { Target::Overwrite(at) } else { Target::Through(at) };
+            return Ok((how, own));
         }
         let shown = if at == path { String::new() } else { format!(" (the target of its link, {})", at.display()) };
         bail!(
@@ -227,7 +223,7 @@ pub fn install(written: &Path, path: &Path, inputs: &[PathBuf]) -> anyhow::Resul
 pub fn write_atomic(path: &Path, bytes: &[u8], inputs: &[PathBuf]) -> anyhow::Result<()> {
     // The bytes are all here: written as they are, without a buffer to
     // copy them into first.
-    write_to(path, inputs, Buffer::None, |w| {
+    write_to(path, inputs, 0, |w| {
         for chunk in bytes.chunks(CHUNK) {
             w.write_all(chunk)?;
         }
@@ -243,23 +239,15 @@ pub fn write_streamed(
     inputs: &[PathBuf],
     fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    write_to(path, inputs, Buffer::Chunk, fill)
+    write_to(path, inputs, CHUNK, fill)
 }
 
-/// Whether what `fill` writes goes through a buffer first.
-#[derive(Clone, Copy)]
-enum Buffer {
-    /// Straight to the file: `fill` writes large slices.
-    None,
-    /// Through a buffer of [`CHUNK`] bytes: `fill` writes many small pieces.
-    Chunk,
-}
-
-/// [`write_streamed`] with the choice of [`Buffer`].
+/// [`write_streamed`] through a buffer of `buffer` bytes (0: none, for
+/// callers that write large slices).
 fn write_to(
     path: &Path,
     inputs: &[PathBuf],
-    buffer: Buffer,
+    buffer: usize,
     fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let target = inspect(path, inputs)?;
@@ -294,7 +282,7 @@ fn write_to(
 /// temporary file never outlives a failure.
 fn replace(
     path: &Path,
-    buffer: Buffer,
+    buffer: usize,
     fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
     make_folder: bool,
 ) -> anyhow::Result<()> {
@@ -346,24 +334,16 @@ fn move_into_place(tmp: &Path, path: &Path) -> anyhow::Result<()> {
 }
 
 /// Runs `fill` on `file` through a writer that looks at the interrupt
-/// flag, with or without a buffer.
+/// flag, with a buffer of `buffer` bytes (`BufWriter` with none passes
+/// every write straight through).
 fn fill_file<W: Write>(
     file: W,
-    buffer: Buffer,
+    buffer: usize,
     fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    match buffer {
-        Buffer::None => {
-            let mut w = Interruptible(file);
-            fill(&mut w)?;
-            w.flush()?;
-        }
-        Buffer::Chunk => {
-            let mut w = BufWriter::with_capacity(CHUNK, Interruptible(file));
-            fill(&mut w)?;
-            w.flush()?;
-        }
-    }
+    let mut w = BufWriter::with_capacity(buffer, Interruptible(file));
+    fill(&mut w)?;
+    w.flush()?;
     Ok(())
 }
 
@@ -473,7 +453,7 @@ mod tests {
         let p = dir.path().join("out.txt");
         let e = replace(
             &p,
-            Buffer::None,
+            0,
             |w: &mut dyn Write| {
                 std::fs::create_dir(&p).unwrap();
                 std::fs::write(p.join("keep"), b"x").unwrap();

@@ -145,11 +145,11 @@ where
         let spawn = self.spawn.clone();
         Box::pin(async move {
             let spec = policy.hedging.as_ref().expect("HedgeLayer::new checked [hedging]");
-            // Which copies the call no longer waits for are left running.
+            // Which of the copies the call no longer waits for the policy
+            // leaves running.
             let leave = |step: &Step, copy: u32| {
-                spawn.is_some()
-                    && ((!spec.cancel && step.cancel.contains(&copy))
-                        || (!policy.cancel_on_timeout && step.given_up.contains(&copy)))
+                (!spec.cancel && step.cancel.contains(&copy))
+                    || (!policy.cancel_on_timeout && step.given_up.contains(&copy))
             };
             // One reading for the call's start and its first copy: the
             // first copy's timer is the whole deadline.
@@ -214,11 +214,13 @@ where
                     .into_iter()
                     .partition(|f| step.given_up.contains(&f.copy) || step.cancel.contains(&f.copy));
                 flights = kept;
-                for f in gone.into_iter().filter(|f: &Flight<_>| leave(&step, f.copy)) {
-                    let answer = f.answer;
-                    spawn.as_ref().expect("checked by leave")(Box::pin(async move {
-                        let _ = answer.await;
-                    }));
+                if let Some(spawn) = &spawn {
+                    for f in gone.into_iter().filter(|f: &Flight<_>| leave(&step, f.copy)) {
+                        let answer = f.answer;
+                        spawn(Box::pin(async move {
+                            let _ = answer.await;
+                        }));
+                    }
                 }
                 if step.end.is_some() {
                     break; // Done, or GiveUp: the answer that ended the call, or the last one
