@@ -100,6 +100,7 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
 
     let mut seen = std::collections::BTreeSet::new();
     let mut scenarios = Vec::with_capacity(plan.len());
+    let last = plan.len() - 1;
     for (i, v) in plan.iter().enumerate() {
         if !seen.insert(v.name.clone()) {
             return Err(InputError::field(
@@ -108,8 +109,12 @@ pub fn load_experiment(path: &Path, sets: &[String]) -> InputResult<Experiment> 
                 format!("variant name \"{}\" is used twice; names must be unique", v.name),
             ));
         }
-        let mut d = doc.clone();
-        let mut o = origins.clone();
+        // The last variant takes the document and origins instead of a copy.
+        let (mut d, mut o) = if i == last {
+            (std::mem::take(&mut doc), std::mem::take(&mut origins))
+        } else {
+            (doc.clone(), origins.clone())
+        };
         for (k, val) in &v.set {
             let field = format!("variants.{}.set.\"{k}\"", v.name);
             if SECTIONS.contains(&k.as_str()) && val.is_table() {
