@@ -278,6 +278,7 @@ where
 /// Parses the command line, runs the command and returns the exit status.
 pub fn main() -> i32 {
     crate::interrupt::install();
+    crate::teardown::exiting_process();
     let outcome = execute(std::env::args_os());
     if let Some(message) = &outcome.error {
         eprintln!("{message}");

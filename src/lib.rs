@@ -19,6 +19,7 @@ pub mod model;
 pub mod output;
 pub mod policy;
 pub mod progress;
+pub mod teardown;
 pub mod traces;
 
 pub use error::InputError;

@@ -241,5 +241,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
             out.display()
         );
     }
+    crate::teardown::discard((exp, set, summaries, json, csv, compare));
     Ok(EXIT_OK)
 }

@@ -167,7 +167,7 @@ impl RunCollector {
         });
         let total = absorbed.as_ref().unwrap_or_else(|| &self.classes[0]);
         // The run's busiest service; a summary of several variants moves the
-        // headline to the baseline variant's busiest (RunResult::amplification_at).
+        // headline to the baseline variant's busiest (RunResult::amplification_values).
         let amp_service = total
             .service_arrivals
             .iter()
@@ -371,8 +371,8 @@ pub struct RunResult {
     /// Why a metric has no value, where the reason is known
     /// (`recovered_fraction` → [`NEVER_HEALTHY`]).
     pub reasons: BTreeMap<String, &'static str>,
-    /// The service where `amplification` is taken: the run's busiest, until
-    /// [`RunResult::amplification_at`] moves it.
+    /// The service where `amplification` is taken: the run's busiest (the
+    /// summaries take it at the baseline's, [`RunResult::amplification_values`]).
     pub amplification_service: String,
     /// Per client class, in scenario order.
     pub clients: Vec<ClientResult>,
@@ -401,42 +401,17 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// Takes `amplification` (the run's and every client class's) at the
-    /// service named `service`: its requests per intent, or `None` when this
-    /// run has no such service.
-    pub fn amplification_at(&mut self, service: &str) {
+    /// `amplification` taken at the service named `service`: the run's (its
+    /// requests per intent there) and every client class's, in class order;
+    /// `None` where this run has no such service.
+    pub fn amplification_values(&self, service: &str) -> (Option<f64>, Vec<Option<f64>>) {
         let entry = self.services.iter().find(|(n, _)| n == service);
         let total = entry.and_then(|(_, m)| m.get("requests_per_intent").copied().flatten());
         // Per-class counters are per service: hosts' entries (`api[0]`) are not among them.
         let i = self.services.iter().filter(|(n, _)| !is_host_entry(n)).position(|(n, _)| n == service);
-        self.metrics.insert("amplification".into(), total);
-        for c in &mut self.clients {
-            let v = i.and_then(|i| c.requests_per_intent.get(i).copied().flatten());
-            c.metrics.insert("amplification".into(), v);
-        }
-        self.amplification_service = service.to_string();
-    }
-
-    /// A copy of the metrics (headline, per class, edge, service and kind,
-    /// reasons and counts) without the time series, histogram or trace.
-    pub fn clone_metrics(&self) -> RunResult {
-        RunResult {
-            metrics: self.metrics.clone(),
-            reasons: self.reasons.clone(),
-            amplification_service: self.amplification_service.clone(),
-            clients: self.clients.clone(),
-            edges: self.edges.clone(),
-            services: self.services.clone(),
-            effects: self.effects.clone(),
-            witnesses: self.witnesses.clone(),
-            failures: self.failures.clone(),
-            denials: self.denials.clone(),
-            latency: LatencyHistogram::unallocated(),
-            series: TimeSeries::new(self.series.bin(), 0),
-            trace: Vec::new(),
-            end: self.end,
-            events: self.events,
-        }
+        let classes =
+            self.clients.iter().map(|c| i.and_then(|i| c.requests_per_intent.get(i).copied().flatten())).collect();
+        (total, classes)
     }
 
     /// Drops what only the outputs of a single `run` use (the time series,

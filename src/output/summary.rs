@@ -65,10 +65,13 @@ impl VariantSummary {
 }
 
 fn summarize_maps(maps: &[&MetricMap], names: &[&str]) -> Vec<(String, Summary)> {
-    names
-        .iter()
-        .map(|&k| (k.to_string(), summarize_metric(k, maps.iter().map(|m| m.get(k).copied().flatten()).collect())))
-        .collect()
+    summarize_with(names, maps.len(), |j, k| maps[j].get(k).copied().flatten())
+}
+
+/// Summarises metrics `names` over `runs` replications, replication `j`'s
+/// value of metric `k` being `get(j, k)`.
+fn summarize_with(names: &[&str], runs: usize, get: impl Fn(usize, &str) -> Option<f64>) -> Vec<(String, Summary)> {
+    names.iter().map(|&k| (k.to_string(), summarize_metric(k, (0..runs).map(|j| get(j, k)).collect()))).collect()
 }
 
 /// Summarises every variant of a run set against its first variant.
@@ -86,21 +89,19 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
         .iter()
         .map(|v| {
             let s = &v.scenario;
-            // Every run's amplification (and every class's) at the one service.
-            let runs: Vec<crate::metrics::RunResult> = v
-                .runs
-                .iter()
-                .map(|r| {
-                    let mut r = r.clone_metrics();
-                    if let Some(name) = &amp {
-                        r.amplification_at(name);
-                    }
-                    r
-                })
-                .collect();
-            let metrics = summarize_maps(&runs.iter().map(|r| &r.metrics).collect::<Vec<_>>(), &METRICS);
+            let runs = &v.runs;
+            // Every run's amplification (and every class's) at the one service,
+            // read in place of the run's own.
+            let amps: Vec<(Option<f64>, Vec<Option<f64>>)> = match &amp {
+                Some(name) => runs.iter().map(|r| r.amplification_values(name)).collect(),
+                None => Vec::new(),
+            };
+            let metrics = summarize_with(&METRICS, runs.len(), |j, k| match amps.get(j) {
+                Some((total, _)) if k == "amplification" => *total,
+                _ => runs[j].metrics.get(k).copied().flatten(),
+            });
             let mut reasons = BTreeMap::new();
-            for r in &runs {
+            for r in runs {
                 for (k, why) in &r.reasons {
                     reasons.insert(k.clone(), why.to_string());
                 }
@@ -114,8 +115,11 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
                 .collect();
             let clients = (0..s.clients.len())
                 .map(|i| {
-                    let maps: Vec<&MetricMap> = runs.iter().map(|r| &r.clients[i].metrics).collect();
-                    (s.clients[i].name.clone(), summarize_maps(&maps, &METRICS))
+                    let summary = summarize_with(&METRICS, runs.len(), |j, k| match amps.get(j) {
+                        Some((_, classes)) if k == "amplification" => classes[i],
+                        _ => runs[j].clients[i].metrics.get(k).copied().flatten(),
+                    });
+                    (s.clients[i].name.clone(), summary)
                 })
                 .collect();
             let per = |pick: fn(&crate::metrics::RunResult) -> &Vec<(String, MetricMap)>, names: &[&str], n: usize| {
