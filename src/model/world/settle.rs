@@ -41,6 +41,9 @@ impl World<'_> {
     /// Records the current attempt of a call of a traced intent, sent
     /// after waiting `wait`.
     pub(super) fn trace(&mut self, id: Id, outcome: Outcome, decision: TraceDecision, wait: Nanos) {
+        if !self.tracing() {
+            return;
+        }
         let call = self.calls.get(id).expect("live call");
         let attempt = TracedAttempt {
             attempt: call.st.attempts,
@@ -56,6 +59,9 @@ impl World<'_> {
     /// Records attempt number `attempt` of a call that was never sent (the
     /// throttle refused it at `at`).
     pub(super) fn trace_note(&mut self, id: Id, attempt: u32, at: Nanos, note: TraceNote, decision: TraceDecision) {
+        if !self.tracing() {
+            return;
+        }
         let call = self.calls.get(id).expect("live call");
         let traced = TracedAttempt {
             attempt,
@@ -69,7 +75,16 @@ impl World<'_> {
     }
 
     /// Records one attempt of a call of a traced intent.
+    /// Whether any intent of this run is traced (without a trace, the
+    /// attempt records are not even looked up).
+    fn tracing(&self) -> bool {
+        self.options.trace_fraction > 0.0
+    }
+
     pub(super) fn push_trace(&mut self, id: Id, a: TracedAttempt, outcome: Outcome, decision: TraceDecision) {
+        if !self.tracing() {
+            return;
+        }
         let call = self.calls.get(id).expect("live call");
         let it = self.intents.get(call.intent).expect("live intent");
         if !it.traced {
