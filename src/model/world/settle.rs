@@ -74,13 +74,13 @@ impl World<'_> {
         self.push_trace(id, traced, Outcome::Status(503), decision);
     }
 
-    /// Records one attempt of a call of a traced intent.
     /// Whether any intent of this run is traced (without a trace, the
     /// attempt records are not even looked up).
     fn tracing(&self) -> bool {
         self.options.trace_fraction > 0.0
     }
 
+    /// Records one attempt of a call of a traced intent.
     pub(super) fn push_trace(&mut self, id: Id, a: TracedAttempt, outcome: Outcome, decision: TraceDecision) {
         if !self.tracing() {
             return;
