@@ -50,6 +50,24 @@ pub fn quantile(v: &[f64], q: f64) -> f64 {
     v[i]
 }
 
+/// The least-squares line `(intercept, slope)` of the quantile function of
+/// sorted `v` against q, over the quantiles from `lo` to `hi` in steps of 2.5%.
+fn quantile_line(v: &[f64], lo: f64, hi: f64) -> (f64, f64) {
+    let steps = ((hi - lo) / 0.025).round() as usize;
+    let points: Vec<(f64, f64)> = (0..=steps)
+        .map(|k| {
+            let q = lo + 0.025 * k as f64;
+            (q, quantile(v, q))
+        })
+        .collect();
+    let m = points.len() as f64;
+    let (mq, mv) = (points.iter().map(|p| p.0).sum::<f64>() / m, points.iter().map(|p| p.1).sum::<f64>() / m);
+    let sxy: f64 = points.iter().map(|(q, x)| (q - mq) * (x - mv)).sum();
+    let sxx: f64 = points.iter().map(|(q, _)| (q - mq).powi(2)).sum();
+    let slope = sxy / sxx;
+    (mv - slope * mq, slope)
+}
+
 /// Rounds seconds to a duration string with a unit (`"120ms"`, `"2.5s"`).
 pub fn dur(s: f64) -> String {
     if s >= 1.0 {
@@ -72,29 +90,67 @@ fn mean_se(v: &[f64]) -> (f64, f64) {
     (m, (var / n).sqrt())
 }
 
+/// The jitter, base and ratio of at least 20 sorted first waits.
+///
+/// Jittered waits are uniform, so their quantile function is a line
+/// `Q(q) = a + s·q`, fitted over the 5%..80% quantiles: full jitter U(0, L)
+/// has a = 0 and s = L, equal jitter U(L/2, L) a = s = L/2, proportional
+/// jitter U(c(1 − r), c(1 + r)) a = c(1 − r) and s = 2cr. A busy host only
+/// adds time: an overhead on every wait raises `a`, not `s`, and a share ε
+/// of waits stretched past the top raises `s` by about 1/(1 − ε) (8% at
+/// ε = 7%), where a bound read from the 95% quantile would pass the real
+/// one once more than 5% are late.
+fn jitter_from_line(w: &[f64]) -> (&'static str, f64, Option<f64>) {
+    let (a, s) = quantile_line(w, 0.05, 0.80);
+    let median = quantile(w, 0.5);
+    if s <= 0.1 * median.max(1e-9) {
+        // The waits hardly spread (less than ±5% of the median over the middle).
+        return ("none", median, None);
+    }
+    let k = a.max(0.0) / s;
+    if k < 0.2 {
+        ("full", s, None)
+    } else if (0.75..=1.33).contains(&k) {
+        ("equal", 2.0 * s, None)
+    } else {
+        let c = a + s / 2.0;
+        let r = (s / (2.0 * c)).clamp(0.01, 0.99);
+        ("proportional", c, Some((r * 100.0).round() / 100.0))
+    }
+}
+
+/// [`jitter_from_line`] for fewer than 20 sorted waits: from the lowest and
+/// the highest, the top scaled by n/(n + 1) (the expected top of n uniform
+/// draws).
+fn jitter_from_bounds(w: &[f64]) -> (&'static str, f64, Option<f64>) {
+    let n = w.len() as f64;
+    let (lo, hi) = (w[0], w[w.len() - 1]);
+    let q = n / (n + 1.0);
+    let mean = w.iter().sum::<f64>() / n;
+    if w.len() < 3 || hi - lo < 0.1 * hi.max(1e-9) {
+        ("none", quantile(w, 0.5), None)
+    } else if lo < 0.15 * hi && (0.3..=0.7).contains(&(mean / hi)) {
+        ("full", hi / q, None)
+    } else if (0.4..=0.6).contains(&(lo / hi)) {
+        ("equal", hi * 2.0 / (1.0 + q), None)
+    } else {
+        let r = ((hi - lo) / (hi + lo)).clamp(0.01, 0.99);
+        ("proportional", (hi + lo) / 2.0, Some((r * 100.0).round() / 100.0))
+    }
+}
+
 fn fit_backoff(waits: &BTreeMap<u32, Vec<f64>>) -> Option<Backoff> {
     let first = waits.get(&1)?;
     let mut w = first.clone();
     w.sort_by(f64::total_cmp);
-    let n = w.len() as f64;
     let (lo, hi) = (w[0], w[w.len() - 1]);
-    // With enough waits, the 5% and 95% quantiles stand for the bounds: a
-    // few waits stretched by a busy host (a late timer, a starved thread)
-    // do not move them.
-    let (qlo, qhi, q) =
-        if w.len() >= 20 { (quantile(&w, 0.05), quantile(&w, 0.95), 0.95) } else { (lo, hi, n / (n + 1.0)) };
-    let mean = w.iter().sum::<f64>() / n;
-    let (jitter, base, ratio) = if w.len() < 3 || qhi - qlo < 0.1 * qhi.max(1e-9) {
-        ("none", quantile(&w, 0.5), None)
-    } else if qlo < 0.15 * qhi && (0.3..=0.7).contains(&(mean / qhi)) {
-        // U(0, L): the q quantile is q·L.
-        ("full", qhi / q, None)
-    } else if (0.4..=0.6).contains(&(qlo / qhi)) {
-        // U(L/2, L): the q quantile is L·(1 + q)/2.
-        ("equal", qhi * 2.0 / (1.0 + q), None)
+    let mean = w.iter().sum::<f64>() / w.len() as f64;
+    let (jitter, base, ratio) = if w.len() >= 20 { jitter_from_line(&w) } else { jitter_from_bounds(&w) };
+    let read = if w.len() >= 20 {
+        let (a, s) = quantile_line(&w, 0.05, 0.80);
+        format!(", their 5%..80% quantiles on a line from {} rising {} over the range", dur(a), dur(s))
     } else {
-        let r = ((qhi - qlo) / (qhi + qlo)).clamp(0.01, 0.99);
-        ("proportional", (qhi + qlo) / 2.0, Some((r * 100.0).round() / 100.0))
+        String::new()
     };
     // The growth: the ratio of the mean second-retry wait to the mean first
     // one (the jitter scales both alike), with its 95% interval. A usual
@@ -135,7 +191,7 @@ fn fit_backoff(waits: &BTreeMap<u32, Vec<f64>>) -> Option<Backoff> {
         jitter,
         jitter_ratio: ratio,
         evidence: format!(
-            "{} first retries waited {}..{} (mean {}) after the failed attempt: {jitter} jitter; {how}",
+            "{} first retries waited {}..{} (mean {}) after the failed attempt{read}: {jitter} jitter; {how}",
             w.len(),
             dur(lo),
             dur(hi),
@@ -265,5 +321,30 @@ mod tests {
         let b = fit_backoff(&BTreeMap::from([(1, equal)])).unwrap();
         assert_eq!(b.jitter, "equal");
         assert!((b.base - 0.020).abs() < 0.0005, "{}", b.base);
+    }
+
+    #[test]
+    fn full_jitter_is_read_through_many_late_timers_and_an_overhead() {
+        // A busy host: every wait 2 ms late and one in seven (14.5%) 25 ms
+        // later still. The 95% quantile is then 39.6 ms, past the bound; the
+        // slope of the quantile line is 20 ms / (1 − 0.145) = 23.4 ms.
+        let mut first: Vec<f64> = (0..200).map(|i| 0.002 + (i as f64 + 0.5) / 200.0 * 0.020).collect();
+        for w in first.iter_mut().step_by(7) {
+            *w += 0.025;
+        }
+        let b = fit_backoff(&BTreeMap::from([(1, first)])).unwrap();
+        assert_eq!(b.jitter, "full", "{}", b.evidence);
+        assert!((0.020..0.0245).contains(&b.base), "{}", b.base);
+        // An overhead alone (every wait 3 ms late, the shortest 3 ms): still
+        // full jitter, and the base is not moved.
+        let late: Vec<f64> = (0..150).map(|i| 0.003 + (i as f64 + 0.5) / 150.0 * 0.020).collect();
+        let b = fit_backoff(&BTreeMap::from([(1, late)])).unwrap();
+        assert_eq!(b.jitter, "full", "{}", b.evidence);
+        assert!((b.base - 0.020).abs() < 0.0005, "{}", b.base);
+        // Proportional jitter, 20 ms ± 20%: U(16 ms, 24 ms).
+        let prop: Vec<f64> = (0..100).map(|i| 0.016 + (i as f64 + 0.5) / 100.0 * 0.008).collect();
+        let b = fit_backoff(&BTreeMap::from([(1, prop)])).unwrap();
+        assert_eq!((b.jitter, b.jitter_ratio), ("proportional", Some(0.2)), "{}", b.evidence);
+        assert!((b.base - 0.020).abs() < 0.0003, "{}", b.base);
     }
 }
