@@ -90,18 +90,22 @@ fn mean_se(v: &[f64]) -> (f64, f64) {
     (m, (var / n).sqrt())
 }
 
-/// The jitter, base and ratio of at least 20 sorted first waits.
+/// From this many first waits on, the jitter is read from their quantile line.
+const LINE_MIN_WAITS: usize = 20;
+
+/// The jitter, base and ratio of at least [`LINE_MIN_WAITS`] sorted first
+/// waits, from their quantile line `(a, s)` ([`quantile_line`] over the
+/// 5%..80% quantiles).
 ///
 /// Jittered waits are uniform, so their quantile function is a line
-/// `Q(q) = a + s·q`, fitted over the 5%..80% quantiles: full jitter U(0, L)
+/// `Q(q) = a + s·q`: full jitter U(0, L)
 /// has a = 0 and s = L, equal jitter U(L/2, L) a = s = L/2, proportional
 /// jitter U(c(1 − r), c(1 + r)) a = c(1 − r) and s = 2cr. A busy host only
 /// adds time: an overhead on every wait raises `a`, not `s`, and a share ε
 /// of waits stretched past the top raises `s` by about 1/(1 − ε) (8% at
 /// ε = 7%), where a bound read from the 95% quantile would pass the real
 /// one once more than 5% are late.
-fn jitter_from_line(w: &[f64]) -> (&'static str, f64, Option<f64>) {
-    let (a, s) = quantile_line(w, 0.05, 0.80);
+fn jitter_from_line(w: &[f64], (a, s): (f64, f64)) -> (&'static str, f64, Option<f64>) {
     let median = quantile(w, 0.5);
     if s <= 0.1 * median.max(1e-9) {
         // The waits hardly spread (less than ±5% of the median over the middle).
@@ -119,7 +123,7 @@ fn jitter_from_line(w: &[f64]) -> (&'static str, f64, Option<f64>) {
     }
 }
 
-/// [`jitter_from_line`] for fewer than 20 sorted waits: from the lowest and
+/// [`jitter_from_line`] for fewer than [`LINE_MIN_WAITS`] sorted waits: from the lowest and
 /// the highest, the top scaled by n/(n + 1) (the expected top of n uniform
 /// draws).
 fn jitter_from_bounds(w: &[f64]) -> (&'static str, f64, Option<f64>) {
@@ -145,13 +149,14 @@ fn fit_backoff(waits: &BTreeMap<u32, Vec<f64>>) -> Option<Backoff> {
     w.sort_by(f64::total_cmp);
     let (lo, hi) = (w[0], w[w.len() - 1]);
     let mean = w.iter().sum::<f64>() / w.len() as f64;
-    let (jitter, base, ratio) = if w.len() >= 20 { jitter_from_line(&w) } else { jitter_from_bounds(&w) };
-    let read = if w.len() >= 20 {
-        let (a, s) = quantile_line(&w, 0.05, 0.80);
-        format!(", their 5%..80% quantiles on a line from {} rising {} over the range", dur(a), dur(s))
-    } else {
-        String::new()
+    let line = (w.len() >= LINE_MIN_WAITS).then(|| quantile_line(&w, 0.05, 0.80));
+    let (jitter, base, ratio) = match line {
+        Some(line) => jitter_from_line(&w, line),
+        None => jitter_from_bounds(&w),
     };
+    let read = line.map_or(String::new(), |(a, s)| {
+        format!(", their 5%..80% quantiles on a line from {} rising {} over the range", dur(a), dur(s))
+    });
     // The growth: the ratio of the mean second-retry wait to the mean first
     // one (the jitter scales both alike), with its 95% interval. A usual
     // value inside the interval (2, else 1) is taken; otherwise the ratio
