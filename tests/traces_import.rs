@@ -428,3 +428,55 @@ fn compare_traces_puts_the_run_beside_the_traces() {
     assert_eq!(r.code, 2);
     assert!(r.error.unwrap().contains("/nonexistent.jsonl"));
 }
+
+/// Runs `f` on a thread and fails the test if it has not returned within
+/// `secs` (a hang would otherwise stall the whole suite).
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs)).expect("did not end: a hang")
+}
+
+#[test]
+fn spans_in_parent_cycles_are_counted_and_never_hang() {
+    for (name, links) in [("self", vec![("0a", "0a")]), ("pair", vec![("0a", "0b"), ("0b", "0a")])] {
+        let dir = tempfile::tempdir().unwrap();
+        let files = write_system(dir.path(), OPTS);
+        // CLIENT spans of api towards the backend whose parents loop.
+        let spans: Vec<Value> = links
+            .iter()
+            .map(|(id, parent)| {
+                json!({ "traceId": "00000000000000000000000000000abc", "spanId": id, "parentSpanId": parent,
+                    "name": "GET", "kind": 3, "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000001000000",
+                    "attributes": [attr("server.address", json!({ "stringValue": "backend.internal" }))] })
+            })
+            .collect();
+        let line = json!({ "resourceSpans": [{ "resource": { "attributes": [attr("service.name", json!({ "stringValue": "api" }))] },
+            "scopeSpans": [{ "spans": spans }] }] });
+        let mut text = std::fs::read_to_string(&files[1]).unwrap();
+        text.push_str(&format!("{line}\n"));
+        std::fs::write(&files[1], text).unwrap();
+        let out = dir.path().join("exp.toml");
+        let (f, o) = (files.clone(), out.clone());
+        let r = within(60, move || import(&f, &o, &[]));
+        assert_eq!(r.code, 0, "{name}: {:?}", r.error);
+        let written = std::fs::read_to_string(&out).unwrap();
+        assert!(written.contains("its own ancestor"), "{name}: {written}");
+        assert!(written.contains(&format!("{} x a span that is its own ancestor", links.len())), "{name}: {written}");
+        // The rest of the model is the known system's.
+        assert!(values(&written).contains("rate = \"20.000/s\""), "{name}: {written}");
+        // The comparison reads the same traces.
+        let (f, o) = (files.clone(), out.clone());
+        let r = within(120, move || {
+            let mut args: Vec<String> =
+                ["retrysim", "run", "-q", "--no-plots", "--replications", "1"].map(String::from).to_vec();
+            args.push(o.display().to_string());
+            args.extend(["--out".into(), o.with_extension("out").display().to_string(), "--compare-traces".into()]);
+            args.extend(f.iter().map(|p| p.display().to_string()));
+            execute(args)
+        });
+        assert_eq!(r.code, 0, "{name}: {:?}", r.error);
+    }
+}

@@ -59,6 +59,43 @@ pub struct Graph {
     pub complete_traces: usize,
 }
 
+/// Cuts every parent cycle in `parent` (span index → parent index): each
+/// span on a cycle loses its link. Returns which spans were on one. Spans
+/// whose chain only leads into a cycle keep their link (after the cut their
+/// chain ends at the cycle's span). Linear in the spans.
+fn cut_parent_cycles(parent: &mut [Option<usize>]) -> Vec<bool> {
+    // 0 unvisited, 1 on the current walk, 2 known to end.
+    let mut state = vec![0u8; parent.len()];
+    let mut cyclic = vec![false; parent.len()];
+    let mut walk = Vec::new();
+    for start in 0..parent.len() {
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            match state[i] {
+                0 => {
+                    state[i] = 1;
+                    walk.push(i);
+                    cur = parent[i];
+                }
+                1 => {
+                    // `i` is on this walk: the spans from it on form a cycle.
+                    let from = walk.iter().position(|&w| w == i).expect("on the walk");
+                    for &w in &walk[from..] {
+                        cyclic[w] = true;
+                        parent[w] = None;
+                    }
+                    break;
+                }
+                _ => break,
+            }
+        }
+        for w in walk.drain(..) {
+            state[w] = 2;
+        }
+    }
+    cyclic
+}
+
 impl Graph {
     /// Joins `spans`, dropping (and counting in `dropped`) duplicates and
     /// spans that end before they start.
@@ -89,6 +126,22 @@ impl Graph {
                 && let Some(&pi) = seen.get(&(s.trace.clone(), p.clone()))
             {
                 g.parent[i] = Some(pi);
+            }
+        }
+        // A trace is untrusted input: a span that is its own ancestor (its
+        // own parent, or a longer parent cycle) loses its parent link and
+        // its trace counts as incomplete, so that every walk up ends.
+        let cyclic = cut_parent_cycles(&mut g.parent);
+        let mut in_cycle = 0u64;
+        let mut cycle_example = String::new();
+        for (i, &c) in cyclic.iter().enumerate() {
+            if c {
+                in_cycle += 1;
+                if cycle_example.is_empty() {
+                    cycle_example = at(&kept[i]);
+                }
+            }
+            if let Some(pi) = g.parent[i] {
                 g.children[pi].push(i);
             }
         }
@@ -99,15 +152,19 @@ impl Graph {
         let mut multi = 0u64;
         for members in by_trace.values() {
             let roots: Vec<usize> = members.iter().copied().filter(|&i| kept[i].parent.is_none()).collect();
-            let missing: Vec<usize> =
-                members.iter().copied().filter(|&i| kept[i].parent.is_some() && g.parent[i].is_none()).collect();
+            let missing: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|&i| kept[i].parent.is_some() && g.parent[i].is_none() && !cyclic[i])
+                .collect();
+            let has_cycle = members.iter().any(|&i| cyclic[i]);
             if let Some(&m) = missing.first() {
                 orphans += missing.len() as u64;
                 if orphan_example.is_empty() {
                     orphan_example = at(&kept[m]);
                 }
             }
-            let complete = missing.is_empty() && roots.len() == 1;
+            let complete = missing.is_empty() && !has_cycle && roots.len() == 1;
             if roots.is_empty() {
                 rootless += 1;
             } else if roots.len() > 1 {
@@ -128,6 +185,11 @@ impl Graph {
             "a span whose parent is not in the files (sampled away, lost, or a caller that is not traced): its trace counts for arrivals, service times, network latency and errors, not for calls per request or attempts per call",
             orphans,
             orphan_example,
+        );
+        dropped.add_n(
+            "a span that is its own ancestor (its own parent, or in a parent cycle): its parent link is ignored and its trace counts as incomplete",
+            in_cycle,
+            cycle_example,
         );
         dropped.add_n(
             "a trace with no root span (its entry was sampled away or lost): no arrival",
