@@ -82,8 +82,56 @@ fn read(text: &str, target: Target, file: &str, name: &str) -> InputResult<Impor
     }
 }
 
+/// The deepest nesting a config may have: a Kubernetes object or an Envoy
+/// config dump nests about 20 levels; the YAML parser stops at 128 anyway,
+/// but only after reading the whole nest (tens of seconds for 100 000).
+const MAX_YAML_DEPTH: usize = 128;
+
+/// How deeply `text` nests YAML collections, counted without parsing:
+/// open flow brackets (`[`, `{`) outside quotes and comments, plus block
+/// levels (lines indented deeper than the line before, as a stack of
+/// indents). An over-estimate for text in block scalars, which no config
+/// nests this deep.
+fn yaml_depth(text: &str) -> usize {
+    let mut deepest = 0;
+    let mut flow = 0usize;
+    let mut indents: Vec<usize> = Vec::new();
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+        if flow == 0 && !line.trim().is_empty() && !line.trim_start().starts_with('#') {
+            while indents.last().is_some_and(|&i| i >= indent) {
+                indents.pop();
+            }
+            indents.push(indent);
+        }
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        for c in line.chars() {
+            match (quote, c) {
+                (Some('"'), '"') if prev == '\\' => {}
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '#') if prev.is_whitespace() => break,
+                (None, '[' | '{') => flow += 1,
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            deepest = deepest.max(flow + indents.len());
+            prev = c;
+        }
+    }
+    deepest
+}
+
 /// Every YAML document of `text` as JSON values (a JSON file is one YAML document).
 fn yaml_docs(text: &str, file: &str) -> InputResult<Vec<Value>> {
+    if yaml_depth(text) > MAX_YAML_DEPTH {
+        return Err(InputError::file(
+            file,
+            format!("nested more than {MAX_YAML_DEPTH} levels deep: no config of this kind nests so deep"),
+        ));
+    }
     let mut out = Vec::new();
     for doc in serde_yaml_ng::Deserializer::from_str(text) {
         let v = Value::deserialize(doc).map_err(|e| InputError::file(file, format!("not valid YAML: {e}")))?;
@@ -186,4 +234,25 @@ fn add_statuses(r: &mut RetryOn, codes: impl IntoIterator<Item = u16>) {
 
 fn human(ns: Nanos) -> String {
     crate::policy::file::duration(ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_is_counted_before_parsing() {
+        assert_eq!(yaml_depth("a: 1\n"), 1);
+        assert_eq!(yaml_depth("a:\n  b:\n    c: [1, {d: 2}]\n"), 5);
+        // Brackets in quotes and comments do not count.
+        assert_eq!(yaml_depth("a: \"[[[\\\"[[\"  # {{{{\nb: '[[['\n"), 1);
+        let deep = format!("retry_policy: {}{}", "[".repeat(100_000), "]".repeat(100_000));
+        // Refused by the count, not by the parser (which takes seconds to say so).
+        let e = yaml_docs(&deep, "deep.yaml").unwrap_err();
+        assert!(e.to_string().contains("nested more than 128 levels"), "{e}");
+        let blocks: String = (0..200).map(|i| format!("{}k{i}:\n", " ".repeat(i))).collect();
+        assert!(yaml_docs(&blocks, "blocks.yaml").unwrap_err().to_string().contains("nested more than"));
+        let fine = (0..100).map(|_| "[").collect::<String>() + &"]".repeat(100);
+        assert!(yaml_docs(&fine, "fine.yaml").is_ok());
+    }
 }

@@ -14,6 +14,7 @@ pub mod emit;
 pub mod graph;
 pub mod infer;
 pub mod jaeger;
+pub mod names;
 pub mod observed;
 pub mod otlp;
 pub mod policy;

@@ -480,3 +480,130 @@ fn spans_in_parent_cycles_are_counted_and_never_hang() {
         assert_eq!(r.code, 0, "{name}: {:?}", r.error);
     }
 }
+
+/// A small system named by the caller: `a` serves roots and calls `b`
+/// (CLIENT spans with `peer.service`), 30 requests at 20/s; `extra` adds
+/// attributes to every CLIENT span and `starts` sets the roots' starts.
+fn named_system(dir: &Path, a: &str, b: &str, client_attrs: Vec<Value>, starts: &dyn Fn(u64) -> i64) -> PathBuf {
+    let (mut sa, mut sb) = (Vec::new(), Vec::new());
+    let ms = 1_000_000i64;
+    for i in 0..30u64 {
+        let start = starts(i);
+        let mut attrs = vec![attr("peer.service", json!({ "stringValue": b }))];
+        attrs.extend(client_attrs.iter().cloned());
+        sa.push(span(OPTS, i + 1, i * 10 + 1, None, "GET /a", 2, start, start + 5 * ms, vec![]));
+        sa.push(span(OPTS, i + 1, i * 10 + 2, Some(i * 10 + 1), "GET", 3, start + ms, start + 4 * ms, attrs));
+        sb.push(span(OPTS, i + 1, i * 10 + 3, Some(i * 10 + 2), "GET /b", 2, start + 2 * ms, start + 3 * ms, vec![]));
+    }
+    let mut text = String::new();
+    for (svc, spans) in [(a, sa), (b, sb)] {
+        let req = json!({ "resourceSpans": [{ "resource": { "attributes": [attr("service.name", json!({ "stringValue": svc }))] },
+            "scopeSpans": [{ "spans": spans }] }] });
+        text.push_str(&format!("{req}\n"));
+    }
+    let p = dir.join("t.jsonl");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn every_50ms(i: u64) -> i64 {
+    1_700_000_000_000_000_000 + i as i64 * 50_000_000
+}
+
+/// The experiment written loads (lint exits 0 or 1, not 2).
+fn loads(out: &Path) {
+    let r = execute(["retrysim", "lint", "-q", out.to_str().unwrap()].map(String::from).to_vec());
+    assert_ne!(r.code, 2, "{:?}\n{}", r.error, std::fs::read_to_string(out).unwrap());
+}
+
+#[test]
+fn any_service_name_becomes_an_experiment_that_loads() {
+    let long = "s".repeat(300);
+    for (a, b) in [("a.b", "c d"), ("x->y", "é"), ("", "b"), ("api", "api"), (long.as_str(), "b"), ("api", "api\nx")] {
+        let dir = tempfile::tempdir().unwrap();
+        let t = named_system(dir.path(), a, b, vec![], &every_50ms);
+        let out = dir.path().join("exp.toml");
+        let r = import(std::slice::from_ref(&t), &out, &[]);
+        assert_eq!(r.code, 0, "{a:?} {b:?}: {:?}", r.error);
+        loads(&out);
+        let text = std::fs::read_to_string(&out).unwrap();
+        if a == b {
+            // A service calling itself would be a cycle: the call is left out and said.
+            assert!(text.contains("close a cycle of calls"), "{text}");
+        } else if a != "api" {
+            assert!(text.contains("in this experiment (names are 1 to 63"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn an_ok_answer_sent_again_is_no_retry_on_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = write_system(dir.path(), OPTS);
+    // Every backend CLIENT span answered 200 that precedes another attempt:
+    // make the 503 first attempts answer 200 instead.
+    let text = std::fs::read_to_string(&files[1]).unwrap().replace("\"503\"", "\"200\"");
+    std::fs::write(&files[1], text).unwrap();
+    let out = dir.path().join("exp.toml");
+    let r = import(&files, &out, &[]);
+    assert_eq!(r.code, 0, "{:?}", r.error);
+    loads(&out);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!values(&text).contains("\"ok\""), "{text}");
+    assert!(text.contains("attempts answered ok were followed by another attempt"), "{text}");
+}
+
+#[test]
+fn out_of_range_values_are_dropped_and_counted() {
+    for (attrs, why) in [
+        (vec![status(999, OPTS)], "HTTP status (http.response.status_code) is not a number from 100 to 599"),
+        (vec![status(-503, OPTS)], "not a number from 100 to 599"),
+        (vec![attr("http.response.status_code", json!({ "stringValue": "abc" }))], "not a number from 100 to 599"),
+        (vec![attr("http.request.resend_count", json!({ "intValue": "-1" }))], "resend_count is not a count"),
+        (vec![attr("http.request.resend_count", json!({ "intValue": (1u64 << 62).to_string() }))], "resend_count"),
+        (vec![attr("rpc.grpc.status_code", json!({ "intValue": "99" }))], "rpc.grpc.status_code is not a number"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let t = named_system(dir.path(), "api", "backend", attrs, &every_50ms);
+        let out = dir.path().join("exp.toml");
+        let r = import(std::slice::from_ref(&t), &out, &[]);
+        assert_eq!(r.code, 0, "{why}: {:?}", r.error);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains("30 x a span whose") && text.contains(why), "{why}: {text}");
+        loads(&out);
+    }
+    // Times at or before 1970 are dropped; roots spread over more than
+    // 36500 days are refused, naming the files, the first and last root,
+    // and nothing is written.
+    let dir = tempfile::tempdir().unwrap();
+    let t = named_system(dir.path(), "api", "backend", vec![], &|i| if i == 0 { -5 } else { every_50ms(i) });
+    let out = dir.path().join("exp.toml");
+    assert_eq!(import(std::slice::from_ref(&t), &out, &[]).code, 0);
+    assert!(std::fs::read_to_string(&out).unwrap().contains("at or before 1970-01-01"));
+    let dir = tempfile::tempdir().unwrap();
+    let t = named_system(dir.path(), "api", "backend", vec![], &|i| if i == 0 { 1 } else { i64::MAX / 2 + i as i64 });
+    let out = dir.path().join("exp.toml");
+    let r = import(std::slice::from_ref(&t), &out, &[]);
+    assert_eq!(r.code, 2);
+    let e = r.error.unwrap();
+    assert!(e.contains("t.jsonl") && e.contains("more than 36500 days") && e.contains("1970-01-01"), "{e}");
+    assert!(!out.exists() && !dir.path().join("exp.traces").exists());
+}
+
+#[test]
+fn workers_out_of_range_blame_the_flag_and_model_names_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = named_system(dir.path(), "a.b", "backend", vec![], &every_50ms);
+    let out = dir.path().join("exp.toml");
+    let r = import(std::slice::from_ref(&t), &out, &["--workers", "backend=10000001"]);
+    assert_eq!(r.code, 2);
+    let e = r.error.unwrap();
+    assert!(e.contains("--workers backend=10000001") && e.contains("1 to 10000000"), "{e}");
+    assert!(!out.exists());
+    // The service may be named as in the traces or as in the experiment.
+    for w in ["a.b=7", "a_b=7"] {
+        let r = import(std::slice::from_ref(&t), &out, &["--workers", w]);
+        assert_eq!(r.code, 0, "{w}: {:?}", r.error);
+        assert!(values(&std::fs::read_to_string(&out).unwrap()).contains("name = \"a_b\"\nworkers = 7"));
+    }
+}

@@ -125,7 +125,14 @@ pub struct Direct {
 /// Direct simulation: batches of [`BATCH`] runs until at least `hours` of
 /// healthy time are watched and the interval is within ±`precision` of the
 /// rate, or `max_hours` are watched.
-pub fn direct(s: &Scenario, hours: f64, max_hours: f64, precision: f64, jobs: usize) -> anyhow::Result<Direct> {
+pub fn direct(
+    s: &Scenario,
+    hours: f64,
+    max_hours: f64,
+    precision: f64,
+    jobs: usize,
+    progress: &indicatif::ProgressBar,
+) -> anyhow::Result<Direct> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     let (mut runs, mut collapses, mut exposure, mut events, mut simulated) = (0u64, 0u64, 0u64, 0u64, 0u64);
     loop {
@@ -143,6 +150,10 @@ pub fn direct(s: &Scenario, hours: f64, max_hours: f64, precision: f64, jobs: us
         let ci = poisson_interval(collapses, h);
         let rate = collapses as f64 / h;
         let precise = collapses > 0 && (ci[1] - ci[0]) / 2.0 <= precision * rate;
+        progress.set_message(format!(
+            "variant \"{}\": direct simulation, {h:.1} healthy hours watched (at least {hours}, at most {max_hours}), {collapses} collapse(s)",
+            s.variant
+        ));
         if (h >= hours && precise) || h >= max_hours {
             let share_ci95 = wilson_interval(collapses, runs);
             return Ok(Direct {

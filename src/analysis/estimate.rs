@@ -73,10 +73,17 @@ pub fn estimate(s: &Scenario, trace: f64) -> Estimate {
     // service, end of work, answer, timeout); retries add up to half again
     // per allowed attempt (the shipped experiments: 0.7 to 2 times the events
     // measured, storms included).
-    let events = intents * hops * 5.0 * (1.0 + (attempts.min(3.0) - 1.0) / 2.0);
     // The series ends when the last intent does: at most the drain limit,
     // usually within a lifetime (twice, for backoffs) after the window.
     let tail = to_secs_f64(s.drain_limit).min(2.0 * longest_lifetime);
+    // Outlier detection sweeps every `interval` for as long as the run lasts.
+    let sweeps: f64 = s
+        .services
+        .iter()
+        .filter_map(|sv| sv.hosts.outlier.as_ref())
+        .map(|o| (window + tail) / to_secs_f64(o.interval))
+        .sum();
+    let events = intents * hops * 5.0 * (1.0 + (attempts.min(3.0) - 1.0) / 2.0) + sweeps;
     let bins = (window + tail) / to_secs_f64(s.bin);
     let series = bins.min(1e7) * (BIN_BYTES + 40.0 * s.services.len() as f64);
     let in_flight = peak_in_flight * hops * 400.0;

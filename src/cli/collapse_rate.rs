@@ -34,7 +34,9 @@ pub struct CollapseRateArgs {
     /// Simulated hours of direct simulation at least (more until the interval is within ±25%).
     #[arg(long, value_name = "H", default_value_t = 10.0)]
     pub hours: f64,
-    /// The most simulated hours direct simulation may take.
+    /// The most simulated hours direct simulation may take, and the most
+    /// healthy hours splitting's first phase may watch for crossings of the
+    /// first level.
     #[arg(long, value_name = "H", default_value_t = 100.0)]
     pub max_hours: f64,
     /// How to estimate the rate.
@@ -100,17 +102,18 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
         crate::output::files::check_chart_folder(&out, &exp.inputs)?;
     }
     let jobs = args.sim.jobs.unwrap_or(0);
+    let progress = status_line(args.exp.quiet);
     let mut doc_variants = Vec::new();
     for s in &variants {
         let observed = to_secs_f64(s.duration - s.warmup);
         let d = match args.method {
             Method::Splitting => None,
-            Method::Auto => Some(direct(s, args.hours, args.hours, PRECISION, jobs)?),
-            Method::Direct => Some(direct(s, args.hours, args.max_hours, PRECISION, jobs)?),
+            Method::Auto => Some(direct(s, args.hours, args.hours, PRECISION, jobs, &progress)?),
+            Method::Direct => Some(direct(s, args.hours, args.max_hours, PRECISION, jobs, &progress)?),
         };
         let precise = d.as_ref().is_some_and(|d| d.collapses > 0 && d.rate.relative_half_width() <= PRECISION);
         let sp = if args.method == Method::Splitting || (args.method == Method::Auto && !precise) {
-            Some(split(s, args, check, &file)?)
+            Some(split(s, args, check, &file, &progress)?)
         } else {
             None
         };
@@ -150,6 +153,7 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
         },
         variants: doc_variants,
     };
+    progress.finish_and_clear();
     let json = doc.to_json()?;
     write_atomic(&out.join("collapse-rate.json"), json.as_bytes(), &exp.inputs)?;
     if !args.sim.no_plots {
@@ -164,6 +168,18 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
         eprintln!("wrote {}", out.join("collapse-rate.json").display());
     }
     Ok(EXIT_OK)
+}
+
+/// A line on stderr saying how far the estimate has come (only on a
+/// terminal, never with `--quiet`).
+fn status_line(quiet: bool) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if quiet || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
 }
 
 /// The default levels: the target's workers × 1, 1.25, 1.5, … 32 (closer
@@ -184,6 +200,7 @@ fn split(
     args: &CollapseRateArgs,
     check: u64,
     file: &str,
+    progress: &indicatif::ProgressBar,
 ) -> anyhow::Result<crate::analysis::collapse::splitting::Splitting> {
     let service = s.clients.first().map_or(0, |c| c.target);
     let workers = s.services[service].workers as usize * s.services[service].hosts.replicas as usize;
@@ -198,6 +215,6 @@ fn split(
     let mut long = s.clone();
     long.duration = s.duration + BRANCH_LIMIT + COLLAPSE_SPAN;
     let plan = Plan { service, basin: args.basin, levels, trials: args.trials, check, branch_limit: BRANCH_LIMIT };
-    splitting::estimate(&long, s.duration, &plan, args.sim.jobs.unwrap_or(0))
+    splitting::estimate(&long, s.duration, &plan, args.sim.jobs.unwrap_or(0), args.max_hours, progress)
         .map_err(|e| InputError::file(file, format!("variant \"{}\": {e}", s.variant)).into())
 }

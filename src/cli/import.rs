@@ -55,7 +55,7 @@ pub struct ImportArgs {
 /// Runs the `import` command.
 pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
     let shown = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file)
+    let text = crate::config::read::read_input(&args.file)
         .map_err(|e| InputError::file(&shown, format!("cannot read the config file: {e}")))?;
     let name = args.file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "imported".into());
     let target = Target::from(args.from);

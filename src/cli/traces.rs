@@ -29,12 +29,20 @@ pub struct ImportTracesArgs {
     pub quiet: bool,
 }
 
+/// The most workers a service may have (as `services.NAME.workers`).
+const MAX_WORKERS: u32 = 10_000_000;
+
 fn parse_workers(list: &[String]) -> Result<BTreeMap<String, u32>, InputError> {
     let mut out = BTreeMap::new();
     for w in list {
-        let bad = || InputError::file(format!("--workers {w}"), "expected SERVICE=N, N a whole number from 1");
+        let bad = || {
+            InputError::file(
+                format!("--workers {w}"),
+                format!("expected SERVICE=N, N a whole number from 1 to {MAX_WORKERS}"),
+            )
+        };
         let (s, n) = w.split_once('=').ok_or_else(bad)?;
-        let n: u32 = n.trim().parse().ok().filter(|&n| n >= 1).ok_or_else(bad)?;
+        let n: u32 = n.trim().parse().ok().filter(|&n| (1..=MAX_WORKERS).contains(&n)).ok_or_else(bad)?;
         if out.insert(s.trim().to_string(), n).is_some() {
             return Err(InputError::file(format!("--workers {w}"), "given twice for this service"));
         }
@@ -48,17 +56,49 @@ pub fn model_of(
     workers: &BTreeMap<String, u32>,
 ) -> Result<(infer::Model, traces::Traces), InputError> {
     let t = traces::load(paths)?;
-    let m = infer::infer(&t.graph, workers);
-    let services: Vec<&str> = m.services.iter().map(|s| s.name.as_str()).collect();
-    for name in workers.keys() {
-        if !services.contains(&name.as_str()) {
+    // A service is named as in the traces or as in the experiment written.
+    let names = traces::names::service_names(
+        t.graph.spans.iter().filter(|s| s.kind == traces::span::Kind::Server).map(|s| s.service.as_str()),
+    );
+    let mut by_trace_name = BTreeMap::new();
+    for (name, &n) in workers {
+        let Some(trace_name) = names
+            .get_key_value(name)
+            .map(|(k, _)| k)
+            .or_else(|| names.iter().find(|(_, m)| *m == name).map(|(k, _)| k))
+        else {
+            let known: Vec<&str> = names.values().map(String::as_str).collect();
             return Err(InputError::file(
                 format!("--workers {name}=…"),
-                format!("no service of that name in the traces; they have: {}", services.join(", ")),
+                format!("no service of that name in the traces; they have: {}", known.join(", ")),
             ));
-        }
+        };
+        by_trace_name.insert(trace_name.clone(), n);
     }
+    let m = infer::infer(&t.graph, &by_trace_name);
     let files = || paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    let (first, last) = (t.graph.roots.first(), t.graph.roots.last());
+    if let (Some(&a), Some(&b)) = (first, last)
+        && t.graph.spans[b].start - t.graph.spans[a].start > traces::span::MAX_SPAN_NS
+    {
+        let at = |i: usize| {
+            let s = &t.graph.spans[i];
+            format!(
+                "{}:{} at {}",
+                paths.get(s.at.0).map(|p| p.display().to_string()).unwrap_or_default(),
+                s.at.1,
+                emit::utc(s.start)
+            )
+        };
+        return Err(InputError::file(
+            files(),
+            format!(
+                "the root spans start over more than 36500 days (the first {}, the last {}), longer than an experiment can last: are some timestamps wrong?",
+                at(a),
+                at(b)
+            ),
+        ));
+    }
     if m.services.is_empty() {
         return Err(InputError::file(
             files(),
@@ -79,6 +119,50 @@ fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
     }
+}
+
+/// A folder of its own under the system's temporary folder, removed when dropped.
+struct Staging(PathBuf);
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Loads the experiment `text` with its data `files` from a staging folder
+/// before anything is written beside `--out`: an experiment that would not
+/// load is an error that names the trace files, and nothing is left behind.
+fn validate_before_writing(text: &str, files: &[emit::DataFile], traces: &[PathBuf]) -> Result<(), InputError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "retrysim-import-traces-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let staging = Staging(dir);
+    let shown = traces.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    let fail = |what: String| InputError::file(&shown, what);
+    let write = |rel: &str, body: &str| -> Result<(), InputError> {
+        let p = staging.0.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| fail(format!("cannot stage the experiment in {}: {e}", parent.display())))?;
+        }
+        std::fs::write(&p, body).map_err(|e| fail(format!("cannot stage the experiment in {}: {e}", p.display())))
+    };
+    for (rel, body) in files {
+        write(rel, body)?;
+    }
+    write("experiment.toml", text)?;
+    crate::config::load_experiment(&staging.0.join("experiment.toml"), &[]).map_err(|e| {
+        fail(format!(
+            "the experiment inferred from these traces would not load, so nothing was written (please report this with the traces): {}",
+            e.to_string().replace(&*staging.0.to_string_lossy(), "")
+        ))
+    })?;
+    Ok(())
 }
 
 /// Runs `import-traces`.
@@ -125,6 +209,7 @@ pub fn run(args: &ImportTracesArgs) -> anyhow::Result<i32> {
             .into());
         }
     }
+    validate_before_writing(&text, &files, &args.traces)?;
     std::fs::create_dir_all(base.join(&dir)).map_err(|e| {
         InputError::file(base.join(&dir).display().to_string(), format!("cannot create the data folder: {e}"))
     })?;
@@ -132,9 +217,6 @@ pub fn run(args: &ImportTracesArgs) -> anyhow::Result<i32> {
         crate::output::write_atomic(&base.join(rel), body.as_bytes(), &args.traces)?;
     }
     crate::output::write_atomic(out, text.as_bytes(), &args.traces)?;
-    // What was written must load as an experiment.
-    crate::config::load_experiment(out, &[])
-        .map_err(|e| anyhow::anyhow!("the imported experiment does not load: {e}"))?;
     if !args.quiet {
         let edges: usize = model.services.iter().map(|s| s.calls.len()).sum();
         eprintln!(

@@ -129,6 +129,26 @@ pub fn gep_duration(ns: Nanos) -> String {
     out
 }
 
+/// A string as a YAML double-quoted scalar: `"` and `\` escaped, and every
+/// character YAML does not allow as printed (C0 and C1 controls, DEL, the
+/// line and paragraph separators, the byte-order mark) as `\uXXXX`.
+pub fn yaml_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}') => {
+                out.push_str(&format!("\\u{:04X}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// A Kubernetes object name (RFC 1123 label) made from a policy name:
 /// lower case letters, digits and `-`, at most 63 characters.
 pub fn k8s_name(name: &str) -> String {

@@ -253,7 +253,7 @@ pub fn utc(ns: i64) -> String {
 
 /// Whether `path` may be written: absent, or written by an earlier import.
 pub fn replaceable(path: &Path) -> bool {
-    match std::fs::read_to_string(path) {
+    match crate::config::read::read_input(path) {
         Ok(text) => text.starts_with(HEADER),
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }

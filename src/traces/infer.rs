@@ -97,13 +97,7 @@ pub struct Model {
 
 /// A name as the experiment file allows it (`[A-Za-z0-9_-]`).
 pub fn sanitize(s: &str) -> String {
-    let mut out: String =
-        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
-    while out.contains("__") {
-        out = out.replace("__", "_");
-    }
-    let out = out.trim_matches('_').to_string();
-    if out.is_empty() { "op".into() } else { out }
+    super::names::sanitize_or(s, "op")
 }
 
 fn secs(ns: i64) -> f64 {
@@ -498,7 +492,10 @@ pub fn infer(g: &Graph, workers: &BTreeMap<String, u32>) -> Model {
             g.calls.iter().filter(|c| c.caller == caller && c.callee == callee).count()
         ));
     }
-    Model { window: (first, last), clients, services, operations: operations.into_values().collect(), notes }
+    let mut model =
+        Model { window: (first, last), clients, services, operations: operations.into_values().collect(), notes };
+    super::names::settle(&mut model);
+    model
 }
 
 /// Edges whose median clock offset (server − client, from the midpoints of

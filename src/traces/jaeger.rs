@@ -3,7 +3,7 @@
 //! times in microseconds, the span kind and HTTP status in tags.
 
 use super::otlp::de_i64;
-use super::span::{Kind, Span, answer_of, grpc_answer};
+use super::span::{Kind, RawChecks, Span, answer_of, grpc_answer, one_line};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -116,8 +116,22 @@ pub fn spans_of(file: File, file_index: usize) -> (Vec<Span>, Vec<String>) {
                 .and_then(as_string)
                 .and_then(|k| Kind::from_name(&k))
                 .unwrap_or(Kind::Unspecified);
-            let http_status =
-                tag(&s.tags, "http.response.status_code").or_else(|| tag(&s.tags, "http.status_code")).and_then(as_i64);
+            let http_tag = tag(&s.tags, "http.response.status_code").or_else(|| tag(&s.tags, "http.status_code"));
+            let grpc_tag = tag(&s.tags, "rpc.grpc.status_code");
+            let resend_tag = tag(&s.tags, "http.request.resend_count");
+            let start = s.start_time.saturating_mul(1000);
+            let checks = RawChecks {
+                start,
+                end: start.saturating_add(s.duration.saturating_mul(1000)),
+                http_status: http_tag.map(as_i64),
+                grpc_status: grpc_tag.map(as_i64),
+                resend_count: resend_tag.map(as_i64),
+            };
+            if let Some(why) = checks.refusal() {
+                refused.push(why);
+                continue;
+            }
+            let http_status = http_tag.and_then(as_i64);
             let error = tag(&s.tags, "error").is_some_and(|v| v.as_bool() == Some(true) || v.as_str() == Some("true"))
                 || tag(&s.tags, "otel.status_code").and_then(|v| v.as_str()) == Some("ERROR");
             let error_type = tag(&s.tags, "error.type").and_then(as_string);
@@ -129,23 +143,20 @@ pub fn spans_of(file: File, file_index: usize) -> (Vec<Span>, Vec<String>) {
                     None => host,
                 })
             });
-            let start = s.start_time.saturating_mul(1000);
             out.push(Span {
                 trace: s.trace_id.to_ascii_lowercase(),
                 id: s.span_id.to_ascii_lowercase(),
                 parent,
-                service,
-                name: s.operation_name,
+                service: one_line(service),
+                name: one_line(s.operation_name),
                 kind,
                 start,
                 end: start.saturating_add(s.duration.saturating_mul(1000)),
-                answer: match (http_status, tag(&s.tags, "rpc.grpc.status_code").and_then(as_i64)) {
+                answer: match (http_status, grpc_tag.and_then(as_i64)) {
                     (None, Some(code)) if error_type.is_none() => grpc_answer(code),
                     _ => answer_of(http_status, error_type.as_deref(), error),
                 },
-                resend_count: tag(&s.tags, "http.request.resend_count")
-                    .and_then(as_i64)
-                    .and_then(|n| u32::try_from(n).ok()),
+                resend_count: resend_tag.and_then(as_i64).and_then(|n| u32::try_from(n).ok()),
                 method: tag(&s.tags, "http.request.method").or_else(|| tag(&s.tags, "http.method")).and_then(as_string),
                 peer,
                 at: (file_index, ti + 1),

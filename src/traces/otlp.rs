@@ -14,7 +14,7 @@
 //! also take JSON numbers, which many producers write: [`de_i64`] takes
 //! both. Span kinds and status codes are integers, or the enum names.
 
-use super::span::{Kind, Span, answer_of, grpc_answer};
+use super::span::{Kind, RawChecks, Span, answer_of, grpc_answer, one_line};
 use serde::{Deserialize, Deserializer, de};
 
 /// An `ExportTraceServiceRequest`.
@@ -222,9 +222,21 @@ pub fn spans_of(req: Request, at: (usize, usize)) -> (Vec<Span>, Vec<Refusal>) {
                     continue;
                 };
                 let a = &s.attributes;
-                let http_status = attr(a, "http.response.status_code")
-                    .or_else(|| attr(a, "http.status_code"))
-                    .and_then(AnyValue::as_i64);
+                let http_attr = attr(a, "http.response.status_code").or_else(|| attr(a, "http.status_code"));
+                let grpc_attr = attr(a, "rpc.grpc.status_code");
+                let resend_attr = attr(a, "http.request.resend_count");
+                let checks = RawChecks {
+                    start: s.start_time_unix_nano,
+                    end: s.end_time_unix_nano,
+                    http_status: http_attr.map(AnyValue::as_i64),
+                    grpc_status: grpc_attr.map(AnyValue::as_i64),
+                    resend_count: resend_attr.map(AnyValue::as_i64),
+                };
+                if let Some(why) = checks.refusal() {
+                    refused.push(why);
+                    continue;
+                }
+                let http_status = http_attr.and_then(AnyValue::as_i64);
                 let error_type = attr(a, "error.type").and_then(AnyValue::as_string);
                 let status_error = matches!(&s.status.code, Enum::Int(2))
                     || matches!(&s.status.code, Enum::Name(n) if n.eq_ignore_ascii_case("STATUS_CODE_ERROR"));
@@ -244,18 +256,16 @@ pub fn spans_of(req: Request, at: (usize, usize)) -> (Vec<Span>, Vec<Refusal>) {
                     trace,
                     id: span_id,
                     parent: id(&s.parent_span_id),
-                    service: service.clone(),
-                    name: s.name,
+                    service: one_line(service.clone()),
+                    name: one_line(s.name),
                     kind,
                     start: s.start_time_unix_nano,
                     end: s.end_time_unix_nano,
-                    answer: match (http_status, attr(a, "rpc.grpc.status_code").and_then(AnyValue::as_i64)) {
+                    answer: match (http_status, grpc_attr.and_then(AnyValue::as_i64)) {
                         (None, Some(code)) if error_type.is_none() => grpc_answer(code),
                         _ => answer_of(http_status, error_type.as_deref(), status_error),
                     },
-                    resend_count: attr(a, "http.request.resend_count")
-                        .and_then(AnyValue::as_i64)
-                        .and_then(|n| u32::try_from(n).ok()),
+                    resend_count: resend_attr.and_then(AnyValue::as_i64).and_then(|n| u32::try_from(n).ok()),
                     method: attr(a, "http.request.method")
                         .or_else(|| attr(a, "http.method"))
                         .and_then(AnyValue::as_string),

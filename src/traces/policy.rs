@@ -250,7 +250,15 @@ pub fn infer(calls: &[&Call], idempotent: bool) -> Policy {
             "{redirects} requests after a 3xx answer left out: http.request.resend_count counts redirects as well as retries"
         ));
     }
-    let retry_on: Vec<String> = retried.keys().cloned().collect();
+    // An attempt answered ok and sent again is no retry a policy can ask
+    // for (a client resending after a success it did not read, or a
+    // duplicate span): said, not written into `retry_on`.
+    let retry_on: Vec<String> = retried.keys().filter(|k| k.as_str() != "ok").cloned().collect();
+    if let Some(n) = retried.get("ok") {
+        evidence.push(format!(
+            "{n} attempts answered ok were followed by another attempt of the same call: no retry_on entry can express that, so none is written"
+        ));
+    }
     if !retried.is_empty() {
         let list: Vec<String> = retried.iter().map(|(k, n)| format!("{k} ({n})")).collect();
         evidence.push(format!("retried after: {}", list.join(", ")));
@@ -267,7 +275,8 @@ pub fn infer(calls: &[&Call], idempotent: bool) -> Policy {
     }
     timeouts.sort_by(f64::total_cmp);
     let (per_try_timeout, timeout_evidence) = if timeouts.is_empty() {
-        let t = (slowest * 2.0).max(1.0);
+        // At most the longest duration a policy holds (36500 days).
+        let t = (slowest * 2.0).clamp(1.0, 36_500.0 * 86_400.0);
         let t = (t * 10.0).ceil() / 10.0;
         (
             t,

@@ -46,7 +46,7 @@ pub struct Loaded {
 pub fn load(paths: &[PathBuf]) -> Result<Loaded, InputError> {
     let mut out = Loaded { files: paths.to_vec(), ..Loaded::default() };
     for (fi, path) in paths.iter().enumerate() {
-        let text = std::fs::read_to_string(path)
+        let text = crate::config::read::read_text(path, crate::config::read::MAX_DATA_BYTES)
             .map_err(|e| InputError::file(path.display().to_string(), format!("cannot read the trace file: {e}")))?;
         let before = out.spans.len();
         let format = read_text(&text, fi, path, &mut out)?;

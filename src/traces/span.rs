@@ -149,6 +149,51 @@ pub fn answer_of(http_status: Option<i64>, error_type: Option<&str>, status_erro
     }
 }
 
+/// The longest span the importer takes: 36 500 days, the longest duration
+/// an experiment can hold.
+pub const MAX_SPAN_NS: i64 = 36_500 * 86_400 * 1_000_000_000;
+
+/// The raw values of a span that must be in range for the span to be used.
+/// Each `Option<Option<i64>>` is `None` without the attribute, `Some(None)`
+/// when it is there but no integer.
+pub struct RawChecks {
+    pub start: i64,
+    pub end: i64,
+    pub http_status: Option<Option<i64>>,
+    pub grpc_status: Option<Option<i64>>,
+    pub resend_count: Option<Option<i64>>,
+}
+
+impl RawChecks {
+    /// Why the span cannot be used, if it cannot: a time before 1970, a
+    /// span longer than 36 500 days, an HTTP status outside 100 to 599, a
+    /// gRPC status outside 0 to 16, a resend count outside 0 to 1000.
+    pub fn refusal(&self) -> Option<String> {
+        let out = |v: &Option<Option<i64>>, range: std::ops::RangeInclusive<i64>| {
+            v.as_ref().is_some_and(|x| !x.is_some_and(|x| range.contains(&x)))
+        };
+        if self.start <= 0 || self.end <= 0 {
+            Some("a span with a start or end time at or before 1970-01-01 (0 or negative)".into())
+        } else if self.end.saturating_sub(self.start) > MAX_SPAN_NS {
+            Some("a span longer than 36500 days".into())
+        } else if out(&self.http_status, 100..=599) {
+            Some("a span whose HTTP status (http.response.status_code) is not a number from 100 to 599".into())
+        } else if out(&self.grpc_status, 0..=16) {
+            Some("a span whose rpc.grpc.status_code is not a number from 0 to 16".into())
+        } else if out(&self.resend_count, 0..=1000) {
+            Some("a span whose http.request.resend_count is not a count from 0 to 1000".into())
+        } else {
+            None
+        }
+    }
+}
+
+/// `s` with control characters (a newline, a tab, BEL) as `?`: names and
+/// span names go into comments of one line.
+pub fn one_line(s: String) -> String {
+    if s.chars().any(char::is_control) { s.chars().map(|c| if c.is_control() { '?' } else { c }).collect() } else { s }
+}
+
 /// The answer of a gRPC span from `rpc.grpc.status_code`: OK, and the
 /// codes a retry policy treats as HTTP statuses do: DEADLINE_EXCEEDED (4)
 /// a timeout, UNAVAILABLE (14) as 503, RESOURCE_EXHAUSTED (8) as 429,

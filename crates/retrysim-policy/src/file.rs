@@ -26,6 +26,13 @@ pub fn duration(ns: Nanos) -> String {
     }
 }
 
+/// A string as a TOML basic string, escaped as TOML escapes (the toml
+/// crate writes it): never Rust's debug escapes (`\u{202e}`), which TOML
+/// does not read.
+pub fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
 fn float(x: f64) -> String {
     let s = format!("{x}");
     if s.contains('.') || s.contains('e') || s.contains("inf") || s.contains("NaN") { s } else { format!("{s}.0") }
@@ -50,7 +57,7 @@ fn outcomes(set: &RetryOn) -> String {
 /// The policy as TOML (without a header comment).
 pub fn to_toml(p: &Policy) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "name = {:?}", p.name);
+    let _ = writeln!(out, "name = {}", toml_string(&p.name));
     let _ = writeln!(out, "max_attempts = {}", p.max_attempts);
     if p.per_try_timeout != NEVER {
         let _ = writeln!(out, "per_try_timeout = \"{}\"", duration(p.per_try_timeout));

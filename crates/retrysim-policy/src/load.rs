@@ -60,13 +60,43 @@ fn parse(text: &str, shown: &str, stem: &str) -> InputResult<(Table, Policy)> {
 
 /// Reads at most [`MAX_POLICY_BYTES`] of UTF-8 text.
 fn read_text(path: &Path) -> std::io::Result<String> {
+    read_bounded(path, MAX_POLICY_BYTES)
+}
+
+/// `bytes` as a size for a message: "16 MB", "1 GB", "1000 bytes".
+fn shown_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{} GB", b >> 30),
+        b if b >= 1 << 20 => format!("{} MB", b >> 20),
+        b if b >= 1 << 10 => format!("{} KB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// Reads the UTF-8 text file at `path`, refusing one larger than `limit`
+/// bytes after reading at most `limit + 1` of them, and refusing up front
+/// anything but a regular file (after symbolic links): a FIFO or socket
+/// would block in `open` or `read` until another process writes, a device
+/// never ends. The error says what is wrong ("larger than the 16 MB limit
+/// of an input file", "not a regular file", "not UTF-8 text", or the
+/// system's reason) for the caller to name the file.
+#[doc(hidden)]
+pub fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a folder" } else { "not a regular file (a FIFO, socket or device)" };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{what}: give the path of a file (write a pipe's output to a file first)"),
+        ));
+    }
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
-    file.take(MAX_POLICY_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_POLICY_BYTES {
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            "larger than the 16 MB limit of an input file".to_string(),
+            format!("larger than the {} limit of an input file", shown_size(limit)),
         ));
     }
     String::from_utf8(bytes)

@@ -140,7 +140,16 @@ fn flux_run<'s>(
 /// Estimates the collapse rate of `s` by splitting. `observe` is the length
 /// of each ordinary run of the flux phase (the experiment's duration);
 /// `s` must run long enough beyond it for branches (`branch_limit`).
-pub fn estimate(s: &Scenario, observe: Nanos, plan: &Plan, jobs: usize) -> anyhow::Result<Splitting> {
+/// The flux phase stops with an error after `max_hours` of healthy time
+/// without enough crossings of the first level.
+pub fn estimate(
+    s: &Scenario,
+    observe: Nanos,
+    plan: &Plan,
+    jobs: usize,
+    max_hours: f64,
+    progress: &indicatif::ProgressBar,
+) -> anyhow::Result<Splitting> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     let mut events = 0u64;
     let mut simulated: Nanos = 0;
@@ -161,10 +170,19 @@ pub fn estimate(s: &Scenario, observe: Nanos, plan: &Plan, jobs: usize) -> anyho
             events += e;
             simulated += h;
         }
-        if crossings == 0 && to_secs_f64(healthy) > 3600.0 * 100.0 {
+        let hours = to_secs_f64(healthy) / 3600.0;
+        progress.set_message(format!(
+            "variant \"{}\": splitting, {} of {} start states at queue {} in {hours:.1} healthy hours (at most {max_hours})",
+            s.variant,
+            states.len().min(plan.trials),
+            plan.trials,
+            plan.levels[0]
+        ));
+        if states.len() < plan.trials && hours >= max_hours {
             anyhow::bail!(
-                "the first level (queue {}) was never reached in 100 simulated hours: give lower --levels",
-                plan.levels[0]
+                "the first level (queue {}) was reached {crossings} time(s) in {hours:.1} simulated hours, fewer than the {} start states --trials asks for, and --max-hours is {max_hours}: give lower --levels, fewer --trials or more --max-hours",
+                plan.levels[0],
+                plan.trials
             );
         }
     }
@@ -179,6 +197,12 @@ pub fn estimate(s: &Scenario, observe: Nanos, plan: &Plan, jobs: usize) -> anyho
     for (i, to) in targets.into_iter().enumerate() {
         let from = plan.levels[i];
         let n = plan.trials;
+        progress.set_message(format!(
+            "variant \"{}\": splitting, level {} of {}: {n} branches from queue {from}",
+            s.variant,
+            i + 1,
+            plan.levels.len()
+        ));
         let branches: Vec<(End, u64, Nanos)> = pool.install(|| {
             (0..n)
                 .into_par_iter()

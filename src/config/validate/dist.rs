@@ -158,7 +158,7 @@ impl Dists for V<'_> {
                     self.err(field, "dist = \"empirical\" needs `file` (one sample in seconds a line, or quantile,value rows)")
                 })?;
                 let path = Path::new(self.file).parent().unwrap_or(Path::new("")).join(name);
-                let text = std::fs::read_to_string(&path).map_err(|e| {
+                let text = crate::config::read::read_input(&path).map_err(|e| {
                     self.err(&format!("{field}.file"), format!("cannot read {}: {e}", path.display()))
                 })?;
                 let data = empirical(&text).map_err(|m| self.err(&format!("{field}.file"), format!("{}: {m}", path.display())))?;

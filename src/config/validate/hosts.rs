@@ -29,12 +29,20 @@ pub fn hosts(v: &V, s: &ServiceRaw, field: &str) -> InputResult<HostsSpec> {
             ));
         }
     };
+    /// The shortest outlier detection interval: each one is an event.
+    const MIN_OUTLIER_INTERVAL: u64 = 1_000_000;
     let outlier = match &s.outlier_detection {
         None => None,
         Some(o) => {
             let g = |n: &str| f(&format!("outlier_detection.{n}"));
             let consecutive_5xx = v.int_in(&g("consecutive_5xx"), o.consecutive_5xx, 5, 1, 1_000_000)? as u32;
             let interval = v.positive_dur(&g("interval"), o.interval.as_ref(), 10_000_000_000)?;
+            if interval < MIN_OUTLIER_INTERVAL {
+                return Err(v.err(
+                    &g("interval"),
+                    "must be at least 1ms: a sweep runs every interval for the whole run (Envoy's default is 10s)",
+                ));
+            }
             let base_ejection = v.positive_dur(&g("base_ejection"), o.base_ejection.as_ref(), 30_000_000_000)?;
             let max_ejection =
                 v.positive_dur(&g("max_ejection"), o.max_ejection.as_ref(), base_ejection.max(300_000_000_000))?;

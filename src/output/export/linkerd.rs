@@ -19,7 +19,10 @@ pub fn to_linkerd(p: &Policy) -> Exported {
     let mut y = String::new();
     y.push_str(&format!("# Linkerd retry and timeout annotations exported by retrysim from policy {:?}.\n", p.name));
     y.push_str("apiVersion: v1\nkind: Service\n");
-    y.push_str(&format!("metadata:\n  name: backend\n  annotations:\n    retrysim.io/policy: {:?}\n", p.name));
+    y.push_str(&format!(
+        "metadata:\n  name: backend\n  annotations:\n    retrysim.io/policy: {}\n",
+        yaml_string(&p.name)
+    ));
     if retries {
         let codes: Vec<String> = r.statuses.iter().map(u16::to_string).collect();
         if !codes.is_empty() {

@@ -111,7 +111,7 @@ fn hedging(v: &V, h: &HedgingRaw, field: &str) -> InputResult<HedgeSpec> {
     let t = text.trim();
     let delay = if let Some(q) = t.strip_prefix('p') {
         match q.parse::<f64>() {
-            Ok(x) if x > 0.0 && x < 100.0 => HedgeDelay::Quantile(x / 100.0),
+            Ok(x) if (1.0..=99.99).contains(&x) => HedgeDelay::Quantile(x / 100.0),
             _ => {
                 return Err(v.err(
                     &f("delay"),
