@@ -9,6 +9,7 @@ pub mod layout;
 pub mod names;
 mod run;
 pub mod style;
+mod summary_check;
 mod sweep;
 pub mod ticks;
 
@@ -211,6 +212,16 @@ pub(crate) fn axis_value(text: &str) -> Option<f64> {
         .ok()
         .or_else(|| t.contains('/').then(|| crate::config::units::parse_rate(t).ok()).flatten())
         .or_else(|| crate::config::units::parse_duration(t).ok().map(crate::engine::to_secs_f64))
+}
+
+/// Reads a `summary.json` and checks the types of what `plot` and
+/// `report` read from it ([`summary_check::check`]): a field of the wrong
+/// type is an error naming the file and the field, never skipped.
+pub(crate) fn read_summary(path: &Path) -> anyhow::Result<Value> {
+    let doc = read_json(path)?;
+    summary_check::check(&doc)
+        .map_err(|(field, what)| crate::error::InputError::field(path.display().to_string(), field, what))?;
+    Ok(doc)
 }
 
 pub(crate) fn read_json(path: &Path) -> anyhow::Result<Value> {

@@ -190,6 +190,44 @@ fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(v, |v, k| v.get(k))
 }
 
+/// What a JSON or YAML value is, for a message: "the string \"100%\"", "null".
+fn shown_value(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::String(s) => format!("the string {}", Value::String(s.chars().take(40).collect())),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "a mapping".into(),
+        other => other.to_string(),
+    }
+}
+
+/// `obj.key` when it is there, which must then be a mapping.
+fn mapping<'a>(obj: &'a Value, key: &str, file: &str, field: &str) -> InputResult<Option<&'a Value>> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(v) if v.is_object() => Ok(Some(v)),
+        Some(v) => Err(InputError::field(file, field, format!("expected a mapping, got {}", shown_value(v)))),
+    }
+}
+
+/// `obj.key` when it is there, which must then be a string.
+fn string<'a>(obj: &'a Value, key: &str, file: &str, field: &str) -> InputResult<Option<&'a str>> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(InputError::field(file, field, format!("expected a string, got {}", shown_value(v)))),
+    }
+}
+
+/// `obj.key` when it is there, which must then be true or false.
+fn boolean(obj: &Value, key: &str, file: &str, field: &str) -> InputResult<Option<bool>> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(InputError::field(file, field, format!("expected true or false, got {}", shown_value(v)))),
+    }
+}
+
 /// A non-negative integer field.
 fn uint(v: &Value, file: &str, field: &str) -> InputResult<u64> {
     v.as_u64()

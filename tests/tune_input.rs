@@ -216,3 +216,45 @@ fn a_forced_search_of_a_million_candidates_stops_promptly_on_sigterm() {
     assert!(took < Duration::from_secs(15), "took {took:?} to stop");
     assert!(!out.join("tuned-policy.toml").exists());
 }
+
+/// `backoff.kind = ["none", "exponential"]` with `backoff.base` beside it, on
+/// a policy whose backoff is `none`: each candidate is complete, though
+/// `"exponential"` alone is not (it needs a base). Candidates are checked,
+/// not values one by one; a combination that is invalid is named.
+#[test]
+fn a_space_whose_fields_need_each_other_is_checked_by_candidate() {
+    use retrysim::analysis::tune::{check_values, method, parse_spec};
+    use retrysim::config::load_experiment;
+    let tmp = tempfile::tempdir().unwrap();
+    let sets = vec!["clients.web.policy.backoff={ kind = \"none\" }".to_string()];
+    let check = |space: &str| {
+        let path = tune_file(tmp.path(), &format!("{EDGE}[tune.space]\n{space}"));
+        let exp = load_experiment(&path, &sets).unwrap();
+        let spec = parse_spec(&exp.path, &exp.source).unwrap();
+        check_values(&spec, &exp, &sets, method(&spec, 200), exp.variants[0].seed)
+    };
+    check("\"backoff.kind\" = [\"none\", \"exponential\"]\n\"backoff.base\" = [\"20ms\", \"100ms\"]\n").unwrap();
+    let e = check(
+        "\"backoff.kind\" = [\"exponential\"]\n\"backoff.base\" = [\"10ms\", \"100ms\"]\n\"backoff.cap\" = [\"50ms\", \"1s\"]\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("tune.space"), "{e}");
+    assert!(
+        e.message.contains("the candidate backoff.base=\"100ms\" backoff.cap=\"50ms\" backoff.kind=\"exponential\"")
+            && e.message.contains("must be at least `base`"),
+        "{e}"
+    );
+    // A value no candidate can hold is still named alone.
+    let e = check("\"backoff.kind\" = [\"exponential\"]\nmax_attempts = [2, 3]\n").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("tune.space.\"backoff.kind\""), "{e}");
+    // And through the command: exit 2 before any run.
+    let path = tune_file(
+        tmp.path(),
+        &format!(
+            "{EDGE}[tune.space]\n\"backoff.kind\" = [\"exponential\"]\n\"backoff.base\" = [\"100ms\"]\n\"backoff.cap\" = [\"50ms\"]\n"
+        ),
+    );
+    let (code, out) = tune(&path, tmp.path(), &["--set", &sets[0]]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("the candidate") && !tmp.path().join("out").exists(), "{out}");
+}

@@ -35,6 +35,16 @@ pub fn parse_param(text: &str) -> InputResult<Param> {
             return Err(err(format!("a range needs 2 to 10000 points, got {n}")));
         }
         range_values(lo.trim(), hi.trim(), n).map_err(err)?
+    } else if let Some((lo, hi)) = spec.split_once("..")
+        && !spec.contains(',')
+        && range_values(lo.trim(), hi.trim(), 2).is_ok()
+    {
+        // `1..6` reads as a range that forgot its number of points, not as one value.
+        return Err(err(format!(
+            "a range needs its number of points: LO..HI:N, such as {}..{}:6",
+            lo.trim(),
+            hi.trim()
+        )));
     } else {
         split_top_level(spec)
     };

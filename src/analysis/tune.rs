@@ -43,10 +43,17 @@ pub fn policy_at<'a>(s: &'a Scenario, key: &str) -> Option<&'a Policy> {
 }
 
 /// Checks the spec against the tune file itself (`exp`, loaded with
-/// `sets`): every edge names a policy, every candidate value (each range's
-/// ends) is one the policy accepts, and a recovery constraint has a
-/// scenario that can measure it (checked later, with the scenarios).
-pub fn check_values(spec: &TuneSpec, exp: &Experiment, sets: &[String]) -> InputResult<()> {
+/// `sets`): every edge names a policy, and the candidates are ones the
+/// policy accepts. A grid or a sample (`method`, drawn with `seed`) is
+/// of up to 1000 candidates is checked candidate by candidate, so a value
+/// that needs another field (`backoff.kind = "exponential"` needs a
+/// `backoff.base`) is fine when the space supplies it, and an invalid
+/// combination is named. For the optimizer, whose candidates depend on the
+/// results, and for larger spaces, every value (each range's ends) must be
+/// accepted on its own or beside one value of another field; a candidate
+/// that is still invalid is named when it is made. A recovery constraint's
+/// scenario is checked later.
+pub fn check_values(spec: &TuneSpec, exp: &Experiment, sets: &[String], method: Method, seed: u64) -> InputResult<()> {
     for (i, e) in spec.edges.iter().enumerate() {
         if policy_at(&exp.variants[0], e).is_none() {
             let field = if spec.edges.len() == 1 { "tune.edge".to_string() } else { format!("tune.edges[{i}]") };
@@ -59,25 +66,63 @@ pub fn check_values(spec: &TuneSpec, exp: &Experiment, sets: &[String]) -> Input
             ));
         }
     }
-    for d in &spec.space {
-        let texts: Vec<String> = match &d.domain {
+    let loads = |over: &[String]| -> Result<(), InputError> {
+        let mut all = sets.to_vec();
+        all.extend(over.iter().cloned());
+        load_experiment(&exp.path, &all).map(|_| ())
+    };
+    let why = |e: &InputError| match &e.field {
+        Some(f) => format!("{f}: {}", e.message),
+        None => e.message.clone(),
+    };
+    // Up to this many candidates (a second or so of loading) are checked one
+    // by one; a larger grid or sample, value by value as for the optimizer.
+    const CHECKED_ONE_BY_ONE: u64 = 1000;
+    if !matches!(method, Method::Optimizer { .. }) && method.candidates() <= CHECKED_ONE_BY_ONE {
+        for c in space::Points::new(spec, method, seed) {
+            let over = c.overrides(spec);
+            let Err(e) = loads(&over) else { continue };
+            // A value that fails on its own, as the whole candidate does, is named alone.
+            for ((key, text), own) in c.values(spec).into_iter().zip(&over) {
+                if loads(std::slice::from_ref(own)).is_err_and(|alone| why(&alone) == why(&e)) {
+                    return Err(InputError::field(
+                        &spec.file,
+                        format!("tune.space.\"{key}\""),
+                        format!("the value {text} is not allowed: {}", why(&e)),
+                    ));
+                }
+            }
+            return Err(InputError::field(
+                &spec.file,
+                "tune.space",
+                format!("the candidate {} is not allowed: {}", c.label(spec), why(&e)),
+            ));
+        }
+        return Ok(());
+    }
+    let texts = |d: &Dim| -> Vec<String> {
+        match &d.domain {
             Domain::List(values) => values.iter().map(ToString::to_string).collect(),
             Domain::Range(r) => vec![r.render(r.lo), r.render(r.hi)],
-        };
-        for text in texts {
-            let mut all = sets.to_vec();
-            all.push(format!("{}={text}", d.target));
-            load_experiment(&exp.path, &all).map_err(|e| {
-                let what = match &e.field {
-                    Some(f) => format!("{f}: {}", e.message),
-                    None => e.message.clone(),
-                };
-                InputError::field(
+        }
+    };
+    for (di, d) in spec.space.iter().enumerate() {
+        for text in texts(d) {
+            let own = format!("{}={text}", d.target);
+            let Err(e) = loads(std::slice::from_ref(&own)) else { continue };
+            let partnered = spec.space.iter().enumerate().filter(|(oi, _)| *oi != di).any(|(_, other)| {
+                texts(other).iter().any(|t| loads(&[own.clone(), format!("{}={t}", other.target)]).is_ok())
+            });
+            if !partnered {
+                return Err(InputError::field(
                     &spec.file,
                     format!("tune.space.\"{}\"", d.key),
-                    format!("the value {text} is not allowed: {what}"),
-                )
-            })?;
+                    format!(
+                        "the value {text} is not allowed, on its own or beside any one value of another field: {}",
+                        why(&e)
+                    ),
+                ));
+            }
         }
     }
     Ok(())

@@ -5,7 +5,8 @@
 use super::bars::{BarChart, BarSeries, BarValue};
 use super::draw::{Chart, Line, LineChart};
 use super::layout::Mark;
-use super::{Planned, PlotOptions, check_variants, read_json, shown};
+use super::{Planned, PlotOptions, check_variants, shown};
+use crate::error::InputError;
 use anyhow::Context;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -17,16 +18,54 @@ type OfferedGroup = (usize, Vec<String>, Vec<(f64, f64)>);
 /// `timeseries.csv` averaged over replications: variant → column → (t, mean).
 type Series = BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>>;
 
+/// The rows of a CSV file the run wrote, read with the size limit of an
+/// output file; every error names the file (and the line).
+fn read_csv(path: &Path) -> anyhow::Result<(Vec<String>, Vec<csv::StringRecord>)> {
+    let text = crate::config::read::read_text(path, crate::config::read::MAX_DATA_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if !text.is_empty() && !text.ends_with('\n') {
+        // Every row this command writes ends with a newline: the file was cut short.
+        return Err(InputError::file(
+            path.display().to_string(),
+            "cut short: its last row has no newline (rerun, or restore the file)",
+        )
+        .into());
+    }
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let bad = |e: csv::Error| {
+        anyhow::Error::from(InputError::file(
+            path.display().to_string(),
+            format!("not the CSV this command writes: {e} (a file cut short or edited?)"),
+        ))
+    };
+    let header: Vec<String> = r.headers().map_err(bad)?.iter().map(str::to_string).collect();
+    let rows = r.records().collect::<Result<Vec<_>, _>>().map_err(bad)?;
+    Ok((header, rows))
+}
+
+/// A number of a CSV cell: empty is no value; anything else must parse.
+fn cell(path: &Path, rec: &csv::StringRecord, header: &[String], i: usize) -> anyhow::Result<Option<f64>> {
+    match rec.get(i).map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(x) => x.parse::<f64>().map(Some).map_err(|_| {
+            let line = rec.position().map_or(0, |p| p.line());
+            InputError::file(
+                format!("{}:{line}", path.display()),
+                format!("column `{}`: \"{x}\" is not a number", header.get(i).map_or("?", String::as_str)),
+            )
+            .into()
+        }),
+    }
+}
+
 fn read_timeseries(path: &Path) -> anyhow::Result<(Vec<String>, Series)> {
-    let mut r = csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let header: Vec<String> = r.headers()?.iter().map(str::to_string).collect();
+    let (header, rows) = read_csv(path)?;
     let mut sums: BTreeMap<(String, String, u64), (f64, u32)> = BTreeMap::new();
-    for rec in r.records() {
-        let rec = rec?;
+    for rec in &rows {
         let variant = rec.get(0).unwrap_or_default().to_string();
-        let t: f64 = rec.get(2).and_then(|x| x.parse().ok()).unwrap_or(0.0);
+        let t: f64 = cell(path, rec, &header, 2)?.unwrap_or(0.0);
         for (i, col) in header.iter().enumerate().skip(3) {
-            if let Some(v) = rec.get(i).and_then(|x| x.parse::<f64>().ok()) {
+            if let Some(v) = cell(path, rec, &header, i)? {
                 let e = sums.entry((variant.clone(), col.clone(), (t * 1e6).round() as u64)).or_insert((0.0, 0));
                 e.0 += v;
                 e.1 += 1;
@@ -40,21 +79,24 @@ fn read_timeseries(path: &Path) -> anyhow::Result<(Vec<String>, Series)> {
     Ok((header, out))
 }
 
-fn read_faults(path: &Path, variant: &str, end: f64) -> Vec<(f64, f64, String)> {
-    let Ok(mut r) = csv::Reader::from_path(path) else { return Vec::new() };
-    r.records()
-        .flatten()
-        .filter(|rec| rec.get(0) == Some(variant))
-        .map(|rec| {
-            let start: f64 = rec.get(4).and_then(|x| x.parse().ok()).unwrap_or(0.0);
-            let stop: f64 = rec.get(5).and_then(|x| x.parse().ok()).unwrap_or(end);
-            (
-                start,
-                stop.min(end),
-                format!("{} at {} ({})", rec.get(2).unwrap_or(""), rec.get(3).unwrap_or(""), rec.get(1).unwrap_or("")),
-            )
-        })
-        .collect()
+/// The faults of `variant` in `faults.csv` (none when the file is absent:
+/// a run without faults writes none).
+fn read_faults(path: &Path, variant: &str, end: f64) -> anyhow::Result<Vec<(f64, f64, String)>> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let (header, rows) = read_csv(path)?;
+    let mut out = Vec::new();
+    for rec in rows.iter().filter(|rec| rec.get(0) == Some(variant)) {
+        let start = cell(path, rec, &header, 4)?.unwrap_or(0.0);
+        let stop = cell(path, rec, &header, 5)?.unwrap_or(end);
+        out.push((
+            start,
+            stop.min(end),
+            format!("{} at {} ({})", rec.get(2).unwrap_or(""), rec.get(3).unwrap_or(""), rec.get(1).unwrap_or("")),
+        ));
+    }
+    Ok(out)
 }
 
 fn bar_value(m: &Value) -> Option<BarValue> {
@@ -71,7 +113,7 @@ fn differ(a: &[(f64, f64)], b: &[(f64, f64)], tol: f64) -> bool {
 /// Plans every chart of the run in `dir`; a chart with nothing to show
 /// carries the reason instead of being drawn.
 pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planned, Option<String>)>> {
-    let summary = read_json(&dir.join("summary.json"))?;
+    let summary = super::read_summary(&dir.join("summary.json"))?;
     let all_variants = summary["variants"].as_array().cloned().unwrap_or_default();
     let all_names: Vec<String> = all_variants.iter().map(|v| v["name"].as_str().unwrap_or("").to_string()).collect();
     check_variants(opts, &all_names)?;
@@ -110,6 +152,7 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
     let shade = variants
         .first()
         .map(|v| read_faults(&dir.join("faults.csv"), &v.1, last.max(duration) + bin))
+        .transpose()?
         .unwrap_or_default();
     let exp_name = summary["experiment"]["name"].as_str().unwrap_or("").to_string();
     let mut out: Vec<(Planned, Option<String>)> = Vec::new();

@@ -192,10 +192,12 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     }
     let exp = load_experiment(&args.exp.experiment, &sets)?;
     let spec = parse_spec(&exp.path, &exp.source)?;
-    check_values(&spec, &exp, &sets)?;
     if args.candidates == Some(0) {
         return Err(InputError::file("--candidates", "must be at least 1").into());
     }
+    let budget = args.candidates.unwrap_or(if spec.has_ranges() { 60 } else { 200 }) as u64;
+    let method = method(&spec, budget);
+    check_values(&spec, &exp, &sets, method, exp.variants[0].seed)?;
     if args.halving && spec.has_ranges() {
         return Err(InputError::file(
             "--halving",
@@ -215,8 +217,6 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     for edge in &spec.edges {
         check_emit(&emit_path(&emit, edge, spec.edges.len()), &inputs, args.force)?;
     }
-    let budget = args.candidates.unwrap_or(if spec.has_ranges() { 60 } else { 200 }) as u64;
-    let method = method(&spec, budget);
     let scenarios = load_scenarios(&spec, &sets)?;
     check_recovery(&spec, &scenarios)?;
     // Memory: the scenarios as written and every candidate, with each

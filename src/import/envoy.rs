@@ -62,6 +62,16 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
         ));
     };
     let f = |k: &str| format!("retry_policy.{k}");
+    if !rp.is_object() {
+        return Err(InputError::field(
+            file,
+            "retry_policy",
+            format!("expected a mapping (an Envoy RetryPolicy), got {}", shown_value(rp)),
+        ));
+    }
+    let hedge_policy = mapping(route, "hedge_policy", file, "hedge_policy")?;
+    let back_off = mapping(rp, "retry_back_off", file, &f("retry_back_off"))?;
+    let rate_limited = mapping(rp, "rate_limited_retry_back_off", file, &f("rate_limited_retry_back_off"))?;
     match route.get("timeout") {
         Some(t) => {
             let d = duration(t, file, "timeout")?;
@@ -82,7 +92,7 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
     // A per-try timeout as long as the route timeout never fires first.
     let per_try = x.policy.per_try_timeout != NEVER && x.policy.per_try_timeout < x.policy.deadline;
     let mut r = RetryOn { connect_error: false, timeout: false, reset: false, statuses: Vec::new() };
-    let conditions = rp.get("retry_on").and_then(Value::as_str).unwrap_or("");
+    let conditions = string(rp, "retry_on", file, &f("retry_on"))?.unwrap_or("");
     for c in conditions.split(',').map(str::trim).filter(|c| !c.is_empty()) {
         match c {
             "connect-failure" => r.connect_error = true,
@@ -105,7 +115,14 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
             other => x.lose(&f("retry_on"), format!("{other}: no outcome of retrysim stands for it; not retried")),
         }
     }
-    if let Some(codes) = rp.get("retriable_status_codes").and_then(Value::as_array) {
+    if let Some(codes) = rp.get("retriable_status_codes") {
+        let codes = codes.as_array().ok_or_else(|| {
+            InputError::field(
+                file,
+                f("retriable_status_codes"),
+                format!("expected a list of status codes, got {}", shown_value(codes)),
+            )
+        })?;
         for c in codes {
             let s = uint(c, file, &f("retriable_status_codes"))?;
             if !(100..600).contains(&s) {
@@ -117,16 +134,16 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
         }
     }
     x.policy.retry_on = r;
-    let base = match at(rp, &["retry_back_off", "base_interval"]) {
+    let base = match back_off.and_then(|b| b.get("base_interval")) {
         Some(b) => duration(b, file, &f("retry_back_off.base_interval"))?,
         None => 25_000_000,
     };
-    let max = match at(rp, &["retry_back_off", "max_interval"]) {
+    let max = match back_off.and_then(|b| b.get("max_interval")) {
         Some(m) => duration(m, file, &f("retry_back_off.max_interval"))?,
         None => base.saturating_mul(10),
     };
     x.policy.backoff = envoy_backoff(base, max);
-    if let Some(rl) = rp.get("rate_limited_retry_back_off") {
+    if let Some(rl) = rate_limited {
         x.policy.respect_retry_after = true;
         if let Some(m) = rl.get("max_interval") {
             let m = duration(m, file, &f("rate_limited_retry_back_off.max_interval"))?;
@@ -151,8 +168,10 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
             );
         }
     }
-    let hedged = route.get("hedge_policy").and_then(|h| h.get("hedge_on_per_try_timeout")).and_then(Value::as_bool)
-        == Some(true);
+    let hedged = match hedge_policy {
+        Some(h) => boolean(h, "hedge_on_per_try_timeout", file, "hedge_policy.hedge_on_per_try_timeout")? == Some(true),
+        None => false,
+    };
     if hedged && x.policy.per_try_timeout != NEVER {
         x.policy.hedging = Some(HedgeSpec {
             max_attempts: num_retries + 1,
@@ -170,8 +189,18 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
     } else {
         x.policy.max_attempts = num_retries + 1;
     }
-    if let Some((_, rb)) = find(&docs, "retry_budget") {
-        let budget_percent = rb.get("budget_percent").and_then(percent).unwrap_or(20.0);
+    if let Some((holder, _)) = find(&docs, "retry_budget") {
+        let rb = mapping(holder, "retry_budget", file, "retry_budget")?.expect("found");
+        let budget_percent = match rb.get("budget_percent") {
+            None => 20.0,
+            Some(p) => percent(p).ok_or_else(|| {
+                InputError::field(
+                    file,
+                    "retry_budget.budget_percent",
+                    format!("expected a percentage such as {{ value: 20 }}, got {}", shown_value(p)),
+                )
+            })?,
+        };
         let min_retry_concurrency = match rb.get("min_retry_concurrency") {
             Some(m) => u32::try_from(uint(m, file, "retry_budget.min_retry_concurrency")?)
                 .map_err(|_| InputError::field(file, "retry_budget.min_retry_concurrency", "too large"))?,

@@ -81,7 +81,7 @@ pub(crate) fn charts_section(page: &mut Page, out: &Path, drawn: &Drawn) -> anyh
 /// Writes `report.html` and `report.md` into `out` for the run in `dir`,
 /// whose charts `drawn` are in `out`.
 pub fn write_run_report(dir: &Path, out: &Path, drawn: &Drawn) -> anyhow::Result<()> {
-    let summary: Value = crate::charts::read_json(&dir.join("summary.json"))?;
+    let summary: Value = crate::charts::read_summary(&dir.join("summary.json"))?;
     let exp_name = summary["experiment"]["name"].as_str().unwrap_or("experiment").to_string();
     let source = std::fs::read_to_string(dir.join("experiment.toml")).unwrap_or_default();
     let variants = summary["variants"].as_array().cloned().unwrap_or_default();

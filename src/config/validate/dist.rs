@@ -174,14 +174,39 @@ impl Dists for V<'_> {
     }
 }
 
+/// Why `text` on line `n` is no sample: the duration parser's reason when
+/// it reads as a duration with a unit (`36501d` is too long), else that it
+/// is no number of seconds.
+fn not_a_duration(n: usize, text: &str) -> String {
+    let t = text.trim();
+    match parse_duration(t) {
+        Err(why) if t.starts_with(|c: char| c.is_ascii_digit() || c == '.') && t.ends_with(char::is_alphabetic) => {
+            format!("line {n}: {why}")
+        }
+        _ => format!("line {n}: \"{t}\" is not a number of seconds"),
+    }
+}
+
 /// Parses an empirical data file: one sample a line (seconds, or a duration
 /// with its unit such as `12ms`), or `quantile,value` rows from quantile 0
 /// to 1. Blank lines and lines starting with `#` are skipped, and so is a
-/// first row that is a header (no field a number).
+/// first row that is a header (every field a word: it starts with a
+/// letter). A sample is at most 36500 days, as every duration.
 pub(super) fn empirical(text: &str) -> Result<Empirical, String> {
+    const MAX_SECONDS: f64 = 36_500.0 * 86_400.0;
     let value = |s: &str| -> Option<f64> {
         let s = s.trim();
         s.parse::<f64>().ok().or_else(|| parse_duration(s).ok().map(crate::engine::to_secs_f64))
+    };
+    let word = |s: &str| s.trim().chars().next().is_some_and(char::is_alphabetic);
+    let in_range = |n: usize, x: f64| -> Result<f64, String> {
+        if !(x.is_finite() && x >= 0.0) {
+            Err(format!("line {n}: a duration must be finite and at least 0, got {x}"))
+        } else if x > MAX_SECONDS {
+            Err(format!("line {n}: {x} s is more than 36500 days, the longest duration"))
+        } else {
+            Ok(x)
+        }
     };
     let mut samples = Vec::new();
     let mut points: Vec<(f64, f64)> = Vec::new();
@@ -193,7 +218,7 @@ pub(super) fn empirical(text: &str) -> Result<Empirical, String> {
             continue;
         }
         let fields: Vec<&str> = line.split(',').collect();
-        if !seen_data && fields.iter().all(|f| value(f).is_none()) {
+        if !seen_data && fields.iter().all(|f| word(f) && value(f).is_none()) {
             // A header row such as `quantile,value`.
             seen_data = true;
             continue;
@@ -204,24 +229,19 @@ pub(super) fn empirical(text: &str) -> Result<Empirical, String> {
                 if !points.is_empty() {
                     return Err(format!("line {n}: one value, but earlier lines are quantile,value rows"));
                 }
-                let x = value(x).ok_or_else(|| format!("line {n}: \"{line}\" is not a number of seconds"))?;
-                if !(x.is_finite() && x >= 0.0) {
-                    return Err(format!("line {n}: a duration must be finite and at least 0, got {x}"));
-                }
-                samples.push(x);
+                let x = value(x).ok_or_else(|| not_a_duration(n, x))?;
+                samples.push(in_range(n, x)?);
             }
             [q, x] => {
                 if !samples.is_empty() {
                     return Err(format!("line {n}: a quantile,value row, but earlier lines are single samples"));
                 }
                 let q = q.trim().parse::<f64>().map_err(|_| format!("line {n}: \"{}\" is not a quantile", q.trim()))?;
-                let x = value(x).ok_or_else(|| format!("line {n}: \"{}\" is not a number of seconds", x.trim()))?;
+                let x = value(x).ok_or_else(|| not_a_duration(n, x))?;
                 if !(0.0..=1.0).contains(&q) {
                     return Err(format!("line {n}: quantile {q} is not from 0 to 1"));
                 }
-                if !(x.is_finite() && x >= 0.0) {
-                    return Err(format!("line {n}: a duration must be finite and at least 0, got {x}"));
-                }
+                let x = in_range(n, x)?;
                 if let Some(&(pq, px)) = points.last() {
                     if q <= pq {
                         return Err(format!("line {n}: quantiles must increase (after {pq}, got {q})"));
@@ -262,6 +282,51 @@ mod tests {
         assert_eq!(e, Empirical::Samples(vec![0.008, 0.010, 0.012]));
         let q = empirical("quantile,value\n0,0.001\n0.5,0.01\n1,2s\n").unwrap();
         assert_eq!(q, Empirical::Quantiles(vec![(0.0, 0.001), (0.5, 0.01), (1.0, 2.0)]));
+    }
+
+    #[test]
+    fn a_first_line_that_is_no_sample_is_an_error_not_a_header() {
+        // A number beyond the longest duration is an error, first line or not.
+        let e = empirical(
+            "36501d
+0.01
+",
+        )
+        .unwrap_err();
+        assert!(e.contains("line 1") && e.contains("36500"), "{e}");
+        let e = empirical(
+            "1e300
+",
+        )
+        .unwrap_err();
+        assert!(e.contains("line 1") && e.contains("more than 36500 days"), "{e}");
+        let e = empirical(
+            "0,0
+1,1e300
+",
+        )
+        .unwrap_err();
+        assert!(e.contains("line 2") && e.contains("more than 36500 days"), "{e}");
+        // A field that starts like a number is no header.
+        assert!(
+            empirical(
+                "12x
+0.01
+"
+            )
+            .unwrap_err()
+            .contains("line 1")
+        );
+        // Words are.
+        assert_eq!(
+            empirical(
+                "latency
+0.5
+"
+            )
+            .unwrap(),
+            Empirical::Samples(vec![0.5])
+        );
     }
 
     #[test]

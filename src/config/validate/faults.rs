@@ -186,9 +186,16 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
 fn target_of(v: &V, services: &[ServiceSpec], name: &str, field: &str) -> InputResult<(usize, Option<u32>)> {
     let (service, host) = match name.strip_suffix(']').and_then(|t| t.split_once('[')) {
         Some((service, index)) => {
-            let h = index.trim().parse::<u32>().map_err(|_| {
-                v.err(field, format!("\"{name}\": a host is addressed as \"service[index]\", index from 0"))
-            })?;
+            // Digits only: no spaces or signs (`api[ 0]`, `api[+0]` are typos).
+            let h = Some(index)
+                .filter(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|i| i.parse::<u32>().ok())
+                .ok_or_else(|| {
+                    v.err(
+                        field,
+                        format!("\"{name}\": a host is addressed as \"service[index]\", index from 0 in digits only"),
+                    )
+                })?;
             (service, Some(h))
         }
         None => (name, None),
