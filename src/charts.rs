@@ -13,7 +13,6 @@ mod summary_check;
 mod sweep;
 pub mod ticks;
 
-use anyhow::Context;
 use draw::{Chart, save_sized};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -226,6 +225,7 @@ pub(crate) fn read_summary(path: &Path) -> anyhow::Result<Value> {
 
 pub(crate) fn read_json(path: &Path) -> anyhow::Result<Value> {
     let text = crate::config::read::read_text(path, crate::config::read::MAX_DATA_BYTES)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))
+        .map_err(|e| crate::error::InputError::file(path.display().to_string(), format!("cannot read it: {e}")))?;
+    serde_json::from_str(&text)
+        .map_err(|e| crate::error::InputError::file(path.display().to_string(), format!("not valid JSON: {e}")).into())
 }

@@ -37,10 +37,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
+#[path = "fuzz/commands.rs"]
+mod commands;
 #[path = "fuzz/corpus.rs"]
 mod corpus;
+#[path = "fuzz/traces.rs"]
+mod traces;
 
 use corpus::{Fixture, VALUES, case, mutate};
+use retrysim::output::export::Target;
 
 /// What the harness saw, for the figures printed at the end.
 #[derive(Default)]
@@ -134,8 +139,28 @@ fn check_summary(path: &Path) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The case running and since when, for the watchdog.
+static RUNNING: Mutex<Option<(std::time::Instant, Vec<String>)>> = Mutex::new(None);
+
+/// A hang is a failure: a case that runs for more than five minutes ends
+/// the harness, naming its command line.
+fn watchdog() {
+    std::thread::spawn(|| {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            if let Some((since, args)) = RUNNING.lock().unwrap().as_ref()
+                && since.elapsed() > std::time::Duration::from_secs(300)
+            {
+                eprintln!("fuzz: HANG: {args:?} has run for {:.0} s", since.elapsed().as_secs_f64());
+                std::process::abort();
+            }
+        }
+    });
+}
+
 #[test]
 fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
+    watchdog();
     let cases: u32 = std::env::var("RETRYSIM_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let seed: u64 = std::env::var("RETRYSIM_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
     let fixture = Fixture::new();
@@ -156,24 +181,45 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
         let outcome = (|| -> Result<(), TestCaseError> {
             let out = tempfile::tempdir().unwrap();
             let command = match c.command {
-                0..60 => "run",
-                60..72 => "lint",
-                72..82 => "sweep",
-                82..90 => "audit",
-                90..97 => "export",
-                _ => "tune",
+                0..40 => "run",
+                40..48 => "lint",
+                48..55 => "sweep",
+                55..60 => "audit",
+                60..66 => "export",
+                66..68 => "tune",
+                68..72 => "frontier",
+                72..75 => "collapse-rate",
+                75..81 => "import",
+                81..87 => "import-traces",
+                87..90 => "compare-traces",
+                90..94 => "vectors",
+                94..97 => "report",
+                _ => "plot",
             };
             let mut args: Vec<String> = vec!["retrysim".into(), command.into()];
-            let case_path = exp_dir.join("case.toml");
+            let mut case_path = exp_dir.join("case.toml");
             let written: String;
-            if command == "export" {
+            let built = match command {
+                "vectors" => Some(commands::vectors(&fixture, &c, &exp_dir)),
+                "import" => Some(commands::import(&fixture, &c, &exp_dir)),
+                "import-traces" => Some(commands::import_traces(&fixture, &c, &exp_dir, out.path())),
+                "compare-traces" => Some(commands::compare_traces(&fixture, &c, &exp_dir, out.path())),
+                "report" | "plot" => Some(commands::report_or_plot(command, &fixture, &c, out.path())),
+                _ => None,
+            };
+            if let Some(b) = built {
+                args = b.args;
+                case_path = b.case_path;
+                written = b.written;
+            } else if command == "export" {
                 let (_, text) = &fixture.policies[c.base % fixture.policies.len()];
                 let text = c.mutations.iter().fold(text.clone(), |t, &m| mutate(&t, m));
                 std::fs::write(&case_path, &text).unwrap();
                 written = text;
                 args.push(case_path.display().to_string());
                 args.push("--to".into());
-                args.push(["grpc", "envoy", "aws", "yaml"][c.base % 4].into());
+                let targets = ["grpc", "envoy", "aws", "istio", "gateway-api", "linkerd", "resilience4j", "yaml"];
+                args.push(targets[c.base % targets.len()].into());
                 if c.flags.len() % 2 == 1 {
                     args.push("--strict".into());
                 }
@@ -207,6 +253,18 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                     let pair: Option<(&str, String)> = match (command, flag % 8) {
                         (_, 0) => Some(("--seed", pick(&["0", "1", "18446744073709551615", "-1", "x"]))),
                         ("run" | "sweep", 1) => Some(("--replications", pick(&["0", "1", "2", "3", "x"]))),
+                        ("frontier", 1) => Some(("--trigger", pick(&["spike", "brownout", "slowdown", "outage", "x"]))),
+                        ("frontier", 2) => {
+                            Some(("--size", pick(&["1,2", "1..2:2", "0.5", "1..6", "x", "2,1", "0..1:2", "0s,5s"])))
+                        }
+                        ("frontier", 3) => Some(("--at", pick(&["1s", "0s", "-1s", "x", "100y"]))),
+                        ("frontier", 4) => Some(("--variant", pick(&[&variant, "nope"]))),
+                        ("frontier", 5) => Some(("--length", pick(&["1s", "0s", "1s,2s", "x"]))),
+                        ("collapse-rate", 1) => Some(("--method", pick(&["direct", "splitting", "auto", "x"]))),
+                        ("collapse-rate", 2) => Some(("--levels", pick(&["5,10", "10,5", "0", "x", "100000"]))),
+                        ("collapse-rate", 3) => Some(("--trials", pick(&["10", "9", "x"]))),
+                        ("collapse-rate", 4) => Some(("--check", pick(&["100ms", "0s", "x"]))),
+                        ("collapse-rate", 5) => Some(("--variant", pick(&[&variant, "nope"]))),
                         ("run" | "sweep", 2) => Some(("--variant", pick(&[&variant, &variant, "nope"]))),
                         ("run", 3) => Some(("--trace", pick(&["T", "T", "case.toml", "O", "/dev/null"]))),
                         ("run", 4) => Some(("--trace-sample", pick(&["0.5", "1", "0", "2", "nan", "0.001"]))),
@@ -255,13 +313,40 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                 if command == "sweep" && !args.iter().any(|a| a == "--param") {
                     args.extend(["--param".into(), "experiment.load_scale=0.5,1".into()]);
                 }
+                if command == "frontier" {
+                    sets.push("experiment.load_scale=0.05".into());
+                    // A short trigger and horizon at a twentieth of the load.
+                    for (flag, value) in [
+                        ("--trigger", "spike"),
+                        ("--size", "1,2"),
+                        ("--length", "1s"),
+                        ("--horizon", "5s"),
+                        ("--stop-collapsed", "2s"),
+                        ("--replications", "1"),
+                    ] {
+                        if !args.iter().any(|a| a == flag) {
+                            args.extend([flag.into(), value.into()]);
+                        }
+                    }
+                }
+                if command == "collapse-rate" {
+                    // One batch of short runs at a twentieth of the load.
+                    args.extend(["--hours", "0.001", "--max-hours", "0.002"].map(String::from));
+                    if !args.iter().any(|a| a == "--trials") {
+                        args.extend(["--trials".into(), "10".into()]);
+                    }
+                    sets.extend(
+                        ["experiment.duration=35s", "experiment.warmup=0s", "experiment.load_scale=0.05"]
+                            .map(String::from),
+                    );
+                }
                 if command == "tune" && !args.iter().any(|a| a == "--candidates") {
                     args.extend(["--candidates".into(), "2".into()]);
                 }
                 if matches!(command, "run" | "sweep" | "tune") && !args.iter().any(|a| a == "--replications") {
                     args.extend(["--replications".into(), "1".into()]);
                 }
-                if c.short {
+                if c.short && !matches!(command, "collapse-rate" | "frontier") {
                     // Short runs: 2 s, or, where rate schedules and faults are
                     // timed in the experiment's own minute, 5% of its load.
                     let timed = ["at = ", "scenarios"].iter().any(|w| written.contains(w));
@@ -273,7 +358,7 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                     sets.extend(short.iter().map(|s| s.to_string()));
                 }
                 // A case the estimate puts above a fraction of a second is linted instead.
-                if matches!(command, "run" | "sweep" | "audit" | "tune")
+                if matches!(command, "run" | "sweep" | "audit" | "tune" | "frontier" | "collapse-rate")
                     && let Ok(exp) = retrysim::config::load_experiment(&case_path, &sets)
                 {
                     let events: f64 = exp
@@ -285,6 +370,8 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                         "audit" => 12.0,
                         "sweep" => 8.0,
                         "tune" => 12.0,
+                        "frontier" => 6.0,
+                        "collapse-rate" => 40.0,
                         _ => 1.0,
                     };
                     if events.is_nan() || events * factor > 3e6 {
@@ -298,7 +385,7 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                     args.push("--set".into());
                     args.push(s);
                 }
-                if matches!(args[1].as_str(), "run" | "sweep" | "audit" | "tune") {
+                if matches!(args[1].as_str(), "run" | "sweep" | "audit" | "tune" | "frontier" | "collapse-rate") {
                     args.push("-q".into());
                     args.extend(["--out".into(), out.path().join("out").display().to_string()]);
                     if !c.plots && args[1] != "audit" {
@@ -306,7 +393,9 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                     }
                 }
             }
+            *RUNNING.lock().unwrap() = Some((std::time::Instant::now(), args.clone()));
             let outcome = retrysim::cli::execute(args.clone());
+            *RUNNING.lock().unwrap() = None;
             let code = outcome.code;
             {
                 let mut f = figures.lock().unwrap();
@@ -348,9 +437,13 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                     || rest.starts_with("cannot write")
                     || ["run: ", "sweep: ", "audit: ", "tune: "].iter().any(|p| rest.starts_with(p))
                     || rest.starts_with(&*exp_dir.to_string_lossy())
-                    || rest.starts_with(&*fixture.dir.path().to_string_lossy());
+                    || rest.starts_with(&*fixture.dir.path().to_string_lossy())
+                    || rest.starts_with(&*out.path().to_string_lossy());
                 prop_assert!(names_source, "exit 2 without a source for {args:?}: {msg}");
-                if rest.starts_with(&*case_path.to_string_lossy()) && !rest.contains("field `") {
+                if rest.starts_with(&*case_path.to_string_lossy())
+                    && case_path.extension().is_some_and(|e| e == "toml")
+                    && !rest.contains("field `")
+                {
                     let whole = [
                         "missing",
                         "not valid TOML",
@@ -362,6 +455,7 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                         "has no",
                         "must",
                         "no ",
+                        "variant \"",
                     ]
                     .iter()
                     .any(|w| rest.contains(w));
@@ -369,12 +463,44 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                 }
                 prop_assert!(!names_program_types(&msg), "the program's types in {args:?}: {msg}");
             }
-            if code == 0 && args[1] == "run" {
+            if code == 0 && args[1] == "run" && command != "compare-traces" {
                 check_summary(&out.path().join("out").join("summary.json"))?;
+            }
+            if command == "import-traces" {
+                // What was written loads; a refusal leaves nothing behind.
+                let exp = out.path().join("exp.toml");
+                if code == 0 {
+                    let loaded = retrysim::config::load_experiment(&exp, &[]);
+                    prop_assert!(loaded.is_ok(), "the imported experiment does not load: {:?}", loaded.err());
+                } else {
+                    prop_assert!(
+                        !exp.exists() && !out.path().join("exp.traces").exists(),
+                        "a refused import left files behind: {args:?}"
+                    );
+                }
+            }
+            if command == "import" && code == 0 {
+                // The policy printed (the library's import) loads as a policy file.
+                let from = &args[4];
+                let target = match from.as_str() {
+                    "grpc" => Target::Grpc,
+                    "envoy" => Target::Envoy,
+                    "aws" => Target::Aws,
+                    "istio" => Target::Istio,
+                    "gateway-api" => Target::GatewayApi,
+                    _ => Target::Linkerd,
+                };
+                let imported = retrysim::import::import(&written, target, "case.cfg", "case")
+                    .map_err(|e| TestCaseError::fail(format!("import exit 0 but the library refuses: {e}")))?;
+                let text = retrysim::policy::file::to_toml(&imported.policy);
+                prop_assert!(
+                    retrysim::policy::Policy::from_toml(&text, "printed").is_ok(),
+                    "the printed policy does not load: {text}"
+                );
             }
             let now = fixture.snapshot();
             for (path, bytes) in &before {
-                if path.ends_with("case.toml") {
+                if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("case.")) {
                     continue;
                 }
                 prop_assert!(now.get(path) == Some(bytes), "{} changed: {args:?}", path.display());

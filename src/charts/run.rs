@@ -7,7 +7,6 @@ use super::draw::{Chart, Line, LineChart};
 use super::layout::Mark;
 use super::{Planned, PlotOptions, check_variants, shown};
 use crate::error::InputError;
-use anyhow::Context;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,7 +21,7 @@ type Series = BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>>;
 /// output file; every error names the file (and the line).
 fn read_csv(path: &Path) -> anyhow::Result<(Vec<String>, Vec<csv::StringRecord>)> {
     let text = crate::config::read::read_text(path, crate::config::read::MAX_DATA_BYTES)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+        .map_err(|e| InputError::file(path.display().to_string(), format!("cannot read it: {e}")))?;
     if !text.is_empty() && !text.ends_with('\n') {
         // Every row this command writes ends with a newline: the file was cut short.
         return Err(InputError::file(

@@ -3,6 +3,7 @@
 //! mutations.
 
 use proptest::prelude::*;
+use retrysim::output::export::{Target, export};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -206,6 +207,13 @@ pub struct Fixture {
     pub policies: Vec<(String, String)>,
     /// Values seen in the shipped files, by key.
     pub observed: BTreeMap<String, Vec<String>>,
+    /// Every shipped policy exported to every target `import` reads, and
+    /// to resilience4j: (the `--from` name, the text).
+    pub configs: Vec<(String, String)>,
+    /// A small traced system as OTLP/JSON lines.
+    pub traces: String,
+    /// A finished run's output folder (the quick start at 5% of its load, 2 replications).
+    pub run: PathBuf,
 }
 
 impl Fixture {
@@ -241,13 +249,46 @@ impl Fixture {
                 }
             }
         }
-        Self { dir, experiments, policies, observed: seen }
+        let mut configs = Vec::new();
+        for (name, _) in &policies {
+            let p = retrysim::config::load_policy_file(&dir.path().join("policies").join(name)).unwrap();
+            for (from, target) in [
+                ("grpc", Target::Grpc),
+                ("envoy", Target::Envoy),
+                ("aws", Target::Aws),
+                ("istio", Target::Istio),
+                ("gateway-api", Target::GatewayApi),
+                ("linkerd", Target::Linkerd),
+                ("resilience4j", Target::Resilience4j),
+            ] {
+                configs.push((from.to_string(), export(&p, target).text));
+            }
+        }
+        let run = dir.path().join("run");
+        let r = retrysim::cli::execute(
+            [
+                "retrysim",
+                "run",
+                &dir.path().join("experiments/quickstart.toml").display().to_string(),
+                "--replications",
+                "2",
+                "--set",
+                "experiment.load_scale=0.05",
+                "-q",
+                "--no-plots",
+                "--out",
+                &run.display().to_string(),
+            ]
+            .map(String::from),
+        );
+        assert_eq!(r.code, 0, "the fixture's run: {:?}", r.error);
+        Self { dir, experiments, policies, observed: seen, configs, traces: super::traces::system_jsonl(), run }
     }
 
     /// Every file in the fixture with its contents: what must not change.
     pub fn snapshot(&self) -> BTreeMap<PathBuf, Vec<u8>> {
         let mut all = BTreeMap::new();
-        for sub in ["experiments", "policies"] {
+        for sub in ["experiments", "policies", "run"] {
             for e in std::fs::read_dir(self.dir.path().join(sub)).unwrap() {
                 let p = e.unwrap().path();
                 if p.is_file() {
