@@ -112,14 +112,22 @@ fn a_trace_into_a_fifo_is_written_through_it() {
 
 #[cfg(unix)]
 #[test]
-fn endless_inputs_are_refused_at_the_size_limit() {
+fn endless_and_oversized_inputs_are_refused() {
+    // A device never ends: refused before a byte is read.
     let o = retrysim(&["run", "/dev/zero", "-q", "--no-plots"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("/dev/zero") && stderr(&o).contains("16 MB"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/dev/zero") && stderr(&o).contains("not a regular file"), "{}", stderr(&o));
     let o = run(&["--set", "clients.web.policy=/dev/zero", "--out", "/dev/null/never"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("16 MB") && stderr(&o).contains("clients.web.policy"), "{}", stderr(&o));
-    let o = retrysim(&["export", "/dev/zero", "--to", "grpc"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("16 MB"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a regular file") && stderr(&o).contains("clients.web.policy"), "{}", stderr(&o));
+    // A regular file above the limit (sparse: no disk used) is refused after 16 MB.
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.toml");
+    std::fs::File::create(&big).unwrap().set_len(17 << 20).unwrap();
+    let b = big.to_str().unwrap();
+    for args in [vec!["run", b, "-q", "--no-plots"], vec!["export", b, "--to", "grpc"]] {
+        let o = retrysim(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("big.toml") && stderr(&o).contains("16 MB"), "{}", stderr(&o));
+    }
 }
