@@ -1,4 +1,4 @@
-//! Backoff and jitter formulas (DESIGN §2).
+//! Backoff and jitter formulas.
 //!
 //! `n = 1` is the first retry. Exponential: `limit = min(cap, base *
 //! multiplier^(n-1))`; constant: `limit = base`. Jitter: none → `limit`;

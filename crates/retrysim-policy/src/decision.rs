@@ -1,4 +1,4 @@
-//! The retry decision of DESIGN §4, in its order; each denial has a reason.
+//! The retry decision, in its order; each denial has a reason.
 
 use super::{Outcome, Policy};
 use crate::time::{NEVER, Nanos};
@@ -92,7 +92,7 @@ pub struct RetryContext {
     pub budget_grants: bool,
 }
 
-/// Decides whether and when to retry, checking in DESIGN §4's order:
+/// Decides whether and when to retry, checking in this order:
 /// retryable, safe, attempts left, breaker, the wait against
 /// `max_retry_after` and the deadline, and the budget last.
 #[inline]

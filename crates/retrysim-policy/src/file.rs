@@ -1,4 +1,4 @@
-//! Writes a [`Policy`] as a policy file (DESIGN §2) that `run` and the SDK
+//! Writes a [`Policy`] as a policy file that `run` and the SDK
 //! load as is: every field explicit, durations with units.
 
 use super::breaker::BreakerKind;

@@ -1,4 +1,4 @@
-//! retrysim-policy: the retry policy file of retrysim (DESIGN §2 and §8.1)
+//! retrysim-policy: the retry policy file of retrysim
 //! and the decision it describes — the retry decision in its order,
 //! backoff and jitter, retry budgets, circuit breakers, client-side
 //! throttles and the hedging clock — for the simulator and for production
@@ -84,7 +84,7 @@ pub use retry::{Attempt, Failure, RetryError, retry, retry_with};
 pub use state::{Admit, Decision, RetryState, Shared};
 pub use time::{NEVER, Nanos};
 
-/// A validated retry policy (DESIGN §2).
+/// A validated retry policy, as a policy file describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     /// Display name (`name` in the file, else the file stem or "inline").

@@ -1,5 +1,5 @@
 //! Outcomes of an attempt as the caller sees them, and which prove that
-//! nothing executed (DESIGN §4's outcome table).
+//! nothing executed.
 
 use std::fmt;
 

@@ -3,7 +3,7 @@
 //! (3 attempts, 1 s per try, retry on connect errors, timeouts and 503,
 //! Retry-After respected, exponential backoff from 250 ms with full
 //! jitter). The layer is seeded, so the waits it must ask for follow from
-//! DESIGN §2's formula `U(0, min(cap, base * 2^(n-1)))` with the draws of
+//! the full-jitter formula `U(0, min(cap, base * 2^(n-1)))` with the draws of
 //! `SplitMix::new(SEED)`, one per failed attempt; the test checks those
 //! waits to the nanosecond, the attempts the server saw, that the waits
 //! were kept on the wall clock (never shorter, at most 500 ms longer on a

@@ -4,7 +4,7 @@
 //! backoff 100 ms ×2 capped at 1 s with proportional jitter ±20%, pushback
 //! obeyed, a token bucket of 10 tokens, +0.1 per success, -1 per retryable
 //! failure, retries only while more than 5 are left, a 5 s deadline). The
-//! layer is seeded, so the waits it must ask for follow from DESIGN §2's
+//! layer is seeded, so the waits it must ask for follow from the backoff
 //! formula `min(1 s, 100 ms * 2^(n-1)) * (0.8 + 0.4 u_n)` with the draws of
 //! `SplitMix::new(SEED)`, one per failed attempt; the test checks those
 //! waits to the nanosecond, the attempts the server saw, that the waits
