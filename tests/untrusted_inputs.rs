@@ -209,6 +209,43 @@ fn outlier_sweeps_have_a_floor_and_collapse_rate_splitting_stops_at_max_hours() 
         ],
     );
     refused(&r, &["queue 100000", "--max-hours is 0.05"]);
+    // A system that is never healthy (every request fails): no healthy time
+    // grows, and the search used to go on for ever. Now it stops at
+    // --max-hours of simulated time, or says every run collapsed at once.
+    for (method, words) in [
+        ("direct", &["normal-day.toml", "collapsed at once"][..]),
+        ("splitting", &["normal-day.toml", "--max-hours is 0.002"]),
+        ("auto", &["normal-day.toml", "collapsed at once"]),
+    ] {
+        let r = retrysim(
+            240,
+            &[
+                "collapse-rate",
+                "experiments/normal-day.toml",
+                "--method",
+                method,
+                "--hours",
+                "0.001",
+                "--max-hours",
+                "0.002",
+                "--trials",
+                "10",
+                "--set",
+                "faults.background-errors.probability=1.0",
+                "--set",
+                "experiment.duration=35s",
+                "--set",
+                "experiment.warmup=0s",
+                "--set",
+                "experiment.load_scale=0.05",
+                "-q",
+                "--no-plots",
+                "--out",
+                out.path().to_str().unwrap(),
+            ],
+        );
+        refused(&r, words);
+    }
 }
 
 #[test]

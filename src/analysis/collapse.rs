@@ -147,6 +147,14 @@ pub fn direct(
             simulated += w.onset.map_or(s.duration, |o| o + COLLAPSE_SPAN);
         }
         let h = to_secs_f64(exposure) / 3600.0;
+        // Every run collapsed as it started: there is no healthy time to
+        // measure a rate of collapses in (and `h` would never grow).
+        if exposure == 0 && collapses == runs {
+            anyhow::bail!(
+                "variant \"{}\": all {runs} runs collapsed at once, with no healthy time before (goodput below half of the offered intents from the warm-up on): the collapse rate is measured from a healthy start; lower the load or the faults",
+                s.variant
+            );
+        }
         let ci = poisson_interval(collapses, h);
         let rate = collapses as f64 / h;
         let precise = collapses > 0 && (ci[1] - ci[0]) / 2.0 <= precision * rate;
@@ -154,7 +162,9 @@ pub fn direct(
             "variant \"{}\": direct simulation, {h:.1} healthy hours watched (at least {hours}, at most {max_hours}), {collapses} collapse(s)",
             s.variant
         ));
-        if (h >= hours && precise) || h >= max_hours {
+        // `max_hours` bounds what is simulated, healthy or not.
+        let simulated_h = to_secs_f64(simulated) / 3600.0;
+        if (h >= hours && precise) || h >= max_hours || simulated_h >= max_hours {
             let share_ci95 = wilson_interval(collapses, runs);
             return Ok(Direct {
                 rate: Rate {

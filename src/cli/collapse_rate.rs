@@ -108,8 +108,10 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
         let observed = to_secs_f64(s.duration - s.warmup);
         let d = match args.method {
             Method::Splitting => None,
-            Method::Auto => Some(direct(s, args.hours, args.hours, PRECISION, jobs, &progress)?),
-            Method::Direct => Some(direct(s, args.hours, args.max_hours, PRECISION, jobs, &progress)?),
+            Method::Auto => Some(direct(s, args.hours, args.hours, PRECISION, jobs, &progress).map_err(blame(&file))?),
+            Method::Direct => {
+                Some(direct(s, args.hours, args.max_hours, PRECISION, jobs, &progress).map_err(blame(&file))?)
+            }
         };
         let precise = d.as_ref().is_some_and(|d| d.collapses > 0 && d.rate.relative_half_width() <= PRECISION);
         let sp = if args.method == Method::Splitting || (args.method == Method::Auto && !precise) {
@@ -170,6 +172,17 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
     Ok(EXIT_OK)
 }
 
+/// An error of the estimate as bad input of `file`; an interruption stays one.
+fn blame(file: &str) -> impl Fn(anyhow::Error) -> anyhow::Error + '_ {
+    move |e| {
+        if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() {
+            e
+        } else {
+            InputError::file(file, e.to_string()).into()
+        }
+    }
+}
+
 /// A line on stderr saying how far the estimate has come (only on a
 /// terminal, never with `--quiet`).
 fn status_line(quiet: bool) -> indicatif::ProgressBar {
@@ -215,6 +228,11 @@ fn split(
     let mut long = s.clone();
     long.duration = s.duration + BRANCH_LIMIT + COLLAPSE_SPAN;
     let plan = Plan { service, basin: args.basin, levels, trials: args.trials, check, branch_limit: BRANCH_LIMIT };
-    splitting::estimate(&long, s.duration, &plan, args.sim.jobs.unwrap_or(0), args.max_hours, progress)
-        .map_err(|e| InputError::file(file, format!("variant \"{}\": {e}", s.variant)).into())
+    splitting::estimate(&long, s.duration, &plan, args.sim.jobs.unwrap_or(0), args.max_hours, progress).map_err(|e| {
+        if e.downcast_ref::<crate::interrupt::Interrupted>().is_some() {
+            e
+        } else {
+            InputError::file(file, format!("variant \"{}\": {e}", s.variant)).into()
+        }
+    })
 }

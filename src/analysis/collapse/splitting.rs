@@ -157,6 +157,8 @@ pub fn estimate(
     // at most trials/16 from each run (so the start states come from many runs).
     let keep = plan.trials.div_ceil(16).max(1);
     let (mut states, mut crossings, mut healthy, mut rep) = (Vec::new(), 0u64, 0 as Nanos, 0u32);
+    // Run time watched, healthy or not: what `max_hours` bounds.
+    let mut watched: Nanos = 0;
     while states.len() < plan.trials {
         let reps: Vec<u32> = (rep..rep + super::BATCH).collect();
         rep += super::BATCH;
@@ -169,8 +171,10 @@ pub fn estimate(
             healthy += h;
             events += e;
             simulated += h;
+            watched += observe.saturating_sub(s.warmup);
         }
         let hours = to_secs_f64(healthy) / 3600.0;
+        let simulated_hours = to_secs_f64(watched) / 3600.0;
         progress.set_message(format!(
             "variant \"{}\": splitting, {} of {} start states at queue {} in {hours:.1} healthy hours (at most {max_hours})",
             s.variant,
@@ -178,9 +182,9 @@ pub fn estimate(
             plan.trials,
             plan.levels[0]
         ));
-        if states.len() < plan.trials && hours >= max_hours {
+        if states.len() < plan.trials && (hours >= max_hours || simulated_hours >= max_hours) {
             anyhow::bail!(
-                "the first level (queue {}) was reached {crossings} time(s) in {hours:.1} simulated hours, fewer than the {} start states --trials asks for, and --max-hours is {max_hours}: give lower --levels, fewer --trials or more --max-hours",
+                "the first level (queue {}) was reached {crossings} time(s) in {hours:.1} healthy hours ({simulated_hours:.1} simulated), fewer than the {} start states --trials asks for, and --max-hours is {max_hours}: give lower --levels, fewer --trials or more --max-hours",
                 plan.levels[0],
                 plan.trials
             );
