@@ -5,11 +5,13 @@ pub mod anatomy;
 pub mod audit;
 pub mod collapse;
 pub mod estimate;
+pub mod exact;
 pub mod frontier;
 pub mod lint;
 pub mod precision;
 pub mod replicate;
 pub mod stats;
+pub mod survival;
 pub mod sweep;
 pub mod tune;
 
