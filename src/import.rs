@@ -124,6 +124,22 @@ fn yaml_depth(text: &str) -> usize {
     deepest
 }
 
+/// A YAML error in the format's words. The one the parser words in its
+/// own types is a key that is not a string (`{[1]: 2}`, `? {a: 1}`): JSON,
+/// and every config read here, has string keys only.
+fn yaml_error(msg: &str) -> String {
+    for got in ["map", "sequence"] {
+        if let Some((at, rest)) = msg.split_once(&format!("invalid type: {got}, expected a string")) {
+            let at = at.trim_end_matches(": ").trim();
+            let place = if at.is_empty() { String::new() } else { format!(" under `{at}`") };
+            return format!(
+                "not valid YAML for a config: a key{place} is a list or key: value pairs, not a plain string{rest}"
+            );
+        }
+    }
+    format!("not valid YAML: {}", retrysim_policy::messages::plain(msg))
+}
+
 /// Every YAML document of `text` as JSON values (a JSON file is one YAML document).
 fn yaml_docs(text: &str, file: &str) -> InputResult<Vec<Value>> {
     if yaml_depth(text) > MAX_YAML_DEPTH {
@@ -134,7 +150,7 @@ fn yaml_docs(text: &str, file: &str) -> InputResult<Vec<Value>> {
     }
     let mut out = Vec::new();
     for doc in serde_yaml_ng::Deserializer::from_str(text) {
-        let v = Value::deserialize(doc).map_err(|e| InputError::file(file, format!("not valid YAML: {e}")))?;
+        let v = Value::deserialize(doc).map_err(|e| InputError::file(file, yaml_error(&e.to_string())))?;
         if !v.is_null() {
             out.push(v);
         }
@@ -196,7 +212,7 @@ fn shown_value(v: &Value) -> String {
         Value::Null => "null".into(),
         Value::String(s) => format!("the string {}", Value::String(s.chars().take(40).collect())),
         Value::Array(_) => "a list".into(),
-        Value::Object(_) => "a mapping".into(),
+        Value::Object(_) => "key: value pairs".into(),
         other => other.to_string(),
     }
 }
@@ -206,7 +222,7 @@ fn mapping<'a>(obj: &'a Value, key: &str, file: &str, field: &str) -> InputResul
     match obj.get(key) {
         None => Ok(None),
         Some(v) if v.is_object() => Ok(Some(v)),
-        Some(v) => Err(InputError::field(file, field, format!("expected a mapping, got {}", shown_value(v)))),
+        Some(v) => Err(InputError::field(file, field, format!("expected key: value pairs, got {}", shown_value(v)))),
     }
 }
 
@@ -292,5 +308,14 @@ mod tests {
         assert!(yaml_docs(&blocks, "blocks.yaml").unwrap_err().to_string().contains("nested more than"));
         let fine = (0..100).map(|_| "[").collect::<String>() + &"]".repeat(100);
         assert!(yaml_docs(&fine, "fine.yaml").is_ok());
+    }
+
+    #[test]
+    fn a_key_that_is_not_a_string_is_said_in_the_formats_words() {
+        for text in ["a:\n  {[1]: 2}: x\n", "a:\n  ? [1, 2]\n  : x\n"] {
+            let e = yaml_docs(text, "k.yaml").unwrap_err().to_string();
+            assert!(e.contains("a key under `a` is a list or key: value pairs, not a plain string"), "{e}");
+            assert!(!retrysim_policy::messages::names_program_types(&e), "{e}");
+        }
     }
 }

@@ -66,7 +66,7 @@ pub(super) fn import(text: &str, file: &str, name: &str) -> InputResult<Imported
         return Err(InputError::field(
             file,
             "retry_policy",
-            format!("expected a mapping (an Envoy RetryPolicy), got {}", shown_value(rp)),
+            format!("expected key: value pairs (an Envoy RetryPolicy), got {}", shown_value(rp)),
         ));
     }
     let hedge_policy = mapping(route, "hedge_policy", file, "hedge_policy")?;
