@@ -10,13 +10,13 @@ pub mod timeseries;
 pub mod trace;
 
 pub use latency::LatencyHistogram;
-pub use run::{ClientResult, MetricMap, NEVER_HEALTHY, RunCollector, RunResult};
+pub use run::{ClientResult, DISTURBANCE_TO_END, MetricMap, NEVER_HEALTHY, RunCollector, RunResult};
 pub use timeseries::{BinRow, TimeSeries};
 pub use trace::{TraceDecision, TraceNote, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5,
 /// §8.3).
-pub const METRICS: [&str; 32] = [
+pub const METRICS: [&str; 33] = [
     "intents",
     "success_rate",
     "goodput_per_s",
@@ -41,6 +41,7 @@ pub const METRICS: [&str; 32] = [
     "cancelled_fraction",
     "recovery_time_s",
     "recovered_fraction",
+    "degraded_fraction",
     "outbox_events_per_intent",
     "ledger_replays",
     "ledger_409",

@@ -3,6 +3,7 @@
 
 pub mod collapse_rate;
 pub mod columns;
+pub mod differences;
 pub mod export;
 pub mod files;
 pub mod findings;

@@ -73,6 +73,6 @@ fn every_variant_is_compared_with_a_baseline_in_the_middle() {
         let d = v.vs_baseline.iter().find(|(k, _)| k == "success_rate").map(|(_, s)| s).expect("compared");
         // The paired differences, replication by replication, variant minus baseline.
         let want: Vec<Option<f64>> = mine.iter().zip(&theirs).map(|(a, b)| Some(a.unwrap() - b.unwrap())).collect();
-        assert_eq!(d.values, want, "variant {i}");
+        assert_eq!(d.summary.values, want, "variant {i}");
     }
 }

@@ -51,3 +51,33 @@ fn the_recovery_boundary_is_capacity_over_one_plus_retries() {
     // --set applies after the variants' load_scale: every variant now runs at 600/s.
     assert!(r6.iter().all(|(_, f)| *f == 0.0), "{r6:?}");
 }
+
+/// Recovery is judged by the system's state, not by goodput alone: after
+/// the spike a LIFO queue serves new arrivals first (goodput ÷ offered is
+/// back at once) while about 14 000 abandoned requests wait and keep
+/// every worker busy; it recovers only when they are gone, tens of
+/// seconds later. Adaptive LIFO with CoDel drops them and recovers at once.
+#[test]
+fn a_lifo_queue_full_of_abandoned_requests_has_not_recovered_until_it_drains() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/metastable-spike.toml");
+    let exp = load_experiment(&path, &[]).unwrap();
+    let set = run_all(&exp.variants, Some(3), 0).unwrap();
+    let times = |name: &str| -> Vec<f64> {
+        let v = set.variants.iter().find(|v| v.scenario.variant == name).unwrap();
+        v.runs.iter().map(|r| r.metrics["recovery_time_s"].expect("recovered")).collect()
+    };
+    for t in times("LIFO queue") {
+        assert!(t >= 30.0, "LIFO recovered after {t} s, with its queue full of abandoned requests");
+    }
+    for t in times("adaptive LIFO + CoDel") {
+        assert!(t <= 2.0, "adaptive LIFO + CoDel recovered after {t} s");
+    }
+    // The users were served long before: the goodput ratio alone would have said 0 s.
+    let lifo = set.variants.iter().find(|v| v.scenario.variant == "LIFO queue").unwrap();
+    let series = &lifo.runs[0].series;
+    let rows = series.rows();
+    // The bin that starts 2 s after the spike's end (25 s).
+    let end = (27_000_000_000 / series.bin()) as usize;
+    let r = rows[end].goodput as f64 / rows[end].offered.max(1) as f64;
+    assert!(r > 0.9, "goodput ratio {r} just after the spike");
+}

@@ -12,7 +12,7 @@
 
 use crate::config::{Caller, Scenario};
 use crate::engine::{Nanos, to_secs_f64};
-use crate::metrics::recovery::{disturbances, recovery};
+use crate::metrics::recovery::{disturbances, recovery, states};
 use crate::model::{RunOptions, World};
 use crate::policy::Policy;
 use crate::policy::breaker::{BreakerKind, BreakerSpec};
@@ -130,9 +130,7 @@ fn continue_for(mut w: World, s: &Scenario, point: Nanos, window: Nanos, m: Opti
     let (a, b) = ((point / s.bin) as usize, (stop / s.bin) as usize);
     let sum = |f: fn(&crate::metrics::timeseries::BinRow) -> u64| -> u64 { rows.iter().take(b).skip(a).map(f).sum() };
     let excess = sum(|r| r.attempts) as f64 - sum(|r| r.offered) as f64;
-    let goodput: Vec<u64> = (0..b).map(|i| rows.get(i).map_or(0, |r| r.goodput)).collect();
-    let offered: Vec<u64> = (0..b).map(|i| rows.get(i).map_or(0, |r| r.offered)).collect();
-    let r = recovery(&goodput, &offered, s.bin, s.warmup, stop, &disturbances(s), false);
+    let r = recovery(&states(w.series(), b), s.bin, s.warmup, stop, &disturbances(s), false);
     Continuation {
         switched_off: m,
         excess_per_s: excess.max(0.0) / to_secs_f64(window),

@@ -119,8 +119,25 @@ pub fn clip(mut s: Summary, range: Range) -> Summary {
     s
 }
 
-/// [`summarize_in`] with the range of metric `name` ([`Range::of`]).
+/// Metrics that are yes (1) or no (0) per replication: the share of
+/// replications that recovered, or that were degraded.
+pub fn yes_no(name: &str) -> bool {
+    matches!(name, "recovered_fraction" | "degraded_fraction")
+}
+
+/// [`summarize_in`] with the range of metric `name` ([`Range::of`]); a
+/// yes/no metric ([`yes_no`]) gets the exact Clopper–Pearson interval of
+/// its share instead of a Student-t one (5 of 5 is [47.8%, 100%], not
+/// 100% ± 0).
 pub fn summarize_metric(name: &str, values: Vec<Option<f64>>) -> Summary {
+    if yes_no(name) {
+        let (n, k) = values.iter().flatten().fold((0u64, 0u64), |(n, k), &x| (n + 1, k + u64::from(x >= 0.5)));
+        if n == 0 {
+            return Summary { mean: None, ci95: None, values };
+        }
+        let ci95 = super::exact::clopper_pearson(k, n);
+        return Summary { mean: Some(k as f64 / n as f64), ci95, values };
+    }
     summarize_in(values, Range::of(name))
 }
 

@@ -45,7 +45,11 @@ fn curve(obs: &[Observed]) -> Vec<(f64, f64, f64)> {
         let t = times[i].0;
         let (mut d, mut c) = (0.0, 0.0);
         while i < times.len() && times[i].0 == t {
-            if times[i].1 { d += 1.0 } else { c += 1.0 }
+            if times[i].1 {
+                d += 1.0
+            } else {
+                c += 1.0
+            }
             i += 1;
         }
         if d > 0.0 {

@@ -13,6 +13,13 @@ pub struct Recovery {
     pub recovery_time_s: Option<f64>,
     /// 1 if the run recovered, 0 if not; `None` when undefined.
     pub recovered: Option<f64>,
+    /// 1 if the users were served again (the goodput ratio came back) but
+    /// the system's state did not (a backlog, busy workers, wasted work or
+    /// a slow p99 stayed), 0 otherwise; `None` when undefined.
+    pub degraded: Option<f64>,
+    /// For a degraded run, the condition that kept it from recovering most
+    /// often in the windows where the users were served.
+    pub degraded_by: Option<Condition>,
     /// Seconds from the first disturbance until goodput first fell below
     /// half its pre-trigger level; `None` when it never did or is undefined.
     pub collapse_time_s: Option<f64>,
@@ -20,15 +27,25 @@ pub struct Recovery {
     /// it can serve, or goodput was below 95% of offered intents): there is
     /// no healthy state to recover to, and both recovery metrics are `None`.
     pub never_healthy: bool,
+    /// The last disturbance lasts to the end of the arrivals: there is no
+    /// after to recover in, and both recovery metrics are `None`.
+    pub to_the_end: bool,
 }
 
 impl Recovery {
-    const UNDEFINED: Recovery =
-        Recovery { recovery_time_s: None, recovered: None, collapse_time_s: None, never_healthy: false };
+    const UNDEFINED: Recovery = Recovery {
+        recovery_time_s: None,
+        recovered: None,
+        degraded: None,
+        degraded_by: None,
+        collapse_time_s: None,
+        never_healthy: false,
+        to_the_end: false,
+    };
 }
 
 /// The share of offered intents the baseline window must turn into goodput
-/// to count as healthy (the same 95% recovery is measured against).
+/// to count as healthy.
 pub const HEALTHY_RATIO: f64 = 0.95;
 
 /// The baseline window of `s`: the whole bins in [warmup, first
@@ -54,12 +71,164 @@ pub fn disturbances(s: &Scenario) -> Vec<(Nanos, Nanos)> {
     out
 }
 
-/// Computes the metrics from per-bin goodput and offered counts;
-/// `overloaded`: some service got more requests over the baseline window
-/// than it can serve.
+/// Bins in a row that must all be back near the baseline (the window).
+pub const WINDOW_BINS: usize = 5;
+
+/// A condition of recovery that can fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Condition {
+    /// Requests waiting in queues, over every service.
+    Queue,
+    /// Busy workers, over every service (a backlog being worked off).
+    Busy,
+    /// Work done for callers that had already given up.
+    Wasted,
+    /// The p99 latency of the intents that succeeded.
+    Latency,
+}
+
+impl Condition {
+    /// The condition's name in a table or a note.
+    pub fn name(self) -> &'static str {
+        match self {
+            Condition::Queue => "queue",
+            Condition::Busy => "busy workers",
+            Condition::Wasted => "wasted work",
+            Condition::Latency => "p99",
+        }
+    }
+}
+
+/// What recovery looks at in one time bin.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BinState {
+    pub goodput: u64,
+    pub offered: u64,
+    /// Mean requests waiting over the bin, every service.
+    pub queue: f64,
+    /// Mean busy workers over the bin, every service.
+    pub busy: f64,
+    /// Executions finished for callers that had given up, every service.
+    pub wasted: f64,
+    /// The p99 latency (s) of the intents that succeeded in the bin.
+    pub p99: Option<f64>,
+}
+
+impl BinState {
+    /// The state of a time-series row of bins of `bin` nanoseconds.
+    pub fn of(row: &super::timeseries::BinRow, bin: Nanos) -> Self {
+        let ns = bin as f64;
+        BinState {
+            goodput: row.goodput,
+            offered: row.offered,
+            queue: row.queue_area.iter().sum::<f64>() / ns,
+            busy: row.busy_area.iter().sum::<f64>() / ns,
+            wasted: row.wasted.iter().sum::<u64>() as f64,
+            p99: row.latency.as_ref().and_then(|l| l.quantile_s(0.99)),
+        }
+    }
+
+    /// Goodput over offered intents, at most 1 (a bin of the backlog's
+    /// answers cannot make up for a bad one); `None` without an intent.
+    fn ratio(&self) -> Option<f64> {
+        (self.offered > 0).then(|| (self.goodput as f64 / self.offered as f64).min(1.0))
+    }
+}
+
+/// The states of the first `bins` bins of a series.
+pub fn states(series: &super::timeseries::TimeSeries, bins: usize) -> Vec<BinState> {
+    let rows = series.rows();
+    (0..bins).map(|b| rows.get(b).map_or_else(BinState::default, |r| BinState::of(r, series.bin()))).collect()
+}
+
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len().max(1) as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 { xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    (mean, var.sqrt())
+}
+
+fn median(mut xs: Vec<f64>) -> Option<f64> {
+    xs.sort_by(f64::total_cmp);
+    (!xs.is_empty()).then(|| xs[xs.len() / 2])
+}
+
+/// What "back near the baseline" means, from the baseline window's bins.
+/// The tolerances (docs/model.md, section 9) allow for the bin-to-bin
+/// noise the baseline itself shows, with a floor for quiet baselines.
+#[derive(Debug, Clone, Copy)]
+struct Baseline {
+    /// The goodput ratio a window's mean must reach.
+    ratio_min: f64,
+    queue_max: f64,
+    busy_max: f64,
+    wasted_max: f64,
+    p99_max: Option<f64>,
+}
+
+impl Baseline {
+    fn of(bins: &[BinState]) -> Baseline {
+        // The same statistic a window is judged by: the mean of the bins'
+        // ratios, each at most 1 (the capping lowers it where goodput and
+        // arrivals fall in different bins).
+        let ratios: Vec<f64> = bins.iter().filter_map(BinState::ratio).collect();
+        let (ratio, sd_r) = mean_sd(&ratios);
+        let k = WINDOW_BINS as f64;
+        let stat = |f: fn(&BinState) -> f64| mean_sd(&bins.iter().map(f).collect::<Vec<_>>());
+        let (q, sd_q) = stat(|b| b.queue);
+        let (busy, sd_b) = stat(|b| b.busy);
+        let (w, sd_w) = stat(|b| b.wasted);
+        Baseline {
+            ratio_min: ratio - (3.0 * sd_r / k.sqrt()).max(0.01),
+            queue_max: q + (3.0 * sd_q).max(1.0),
+            busy_max: busy + (3.0 * sd_b).max(0.05 * busy).max(0.5),
+            wasted_max: w + (3.0 * sd_w).max(1.0),
+            p99_max: median(bins.iter().filter_map(|b| b.p99).collect()).map(|p| 1.5 * p + 0.001),
+        }
+    }
+
+    /// Whether the users are served in `window`: its mean goodput ratio.
+    fn users_served(&self, window: &[BinState]) -> bool {
+        let r: Vec<f64> = window.iter().filter_map(BinState::ratio).collect();
+        !r.is_empty() && r.iter().sum::<f64>() / r.len() as f64 >= self.ratio_min
+    }
+
+    /// The first condition of the system's state that `window` fails.
+    fn state_fails(&self, window: &[BinState]) -> Option<Condition> {
+        let n = window.len() as f64;
+        let mean = |f: fn(&BinState) -> f64| window.iter().map(f).sum::<f64>() / n;
+        if mean(|b| b.queue) > self.queue_max {
+            return Some(Condition::Queue);
+        }
+        if mean(|b| b.busy) > self.busy_max {
+            return Some(Condition::Busy);
+        }
+        if mean(|b| b.wasted) > self.wasted_max {
+            return Some(Condition::Wasted);
+        }
+        if let (Some(max), Some(p)) = (self.p99_max, median(window.iter().filter_map(|b| b.p99).collect()))
+            && p > max
+        {
+            return Some(Condition::Latency);
+        }
+        None
+    }
+}
+
+/// Computes the metrics from the per-bin states of a run; `overloaded`:
+/// some service got more requests over the baseline window than it can
+/// serve.
+///
+/// The run has recovered at the first window of [`WINDOW_BINS`] whole bins
+/// after the last disturbance in which the users are served (the mean
+/// goodput ratio, each bin at most 1, back within the baseline's noise of
+/// the baseline ratio) **and** the system's state is back: the mean queue,
+/// busy workers and wasted work within the baseline's noise of their
+/// baseline means, and the median of the bins' p99 at most 1.5 times the
+/// baseline's plus 1 ms. A run whose users are served in some window but
+/// whose state never comes back is degraded, not recovered.
 pub fn recovery(
-    goodput: &[u64],
-    offered: &[u64],
+    bins: &[BinState],
     bin: Nanos,
     warmup: Nanos,
     duration: Nanos,
@@ -70,52 +239,55 @@ pub fn recovery(
     let last_end = disturbances.iter().map(|d| d.1).max().unwrap_or(first);
     // Baseline over the whole bins in [warmup, first disturbance).
     let lo = warmup.div_ceil(bin) as usize;
-    let hi = (first / bin) as usize;
+    let hi = ((first / bin) as usize).min(bins.len());
     if hi <= lo {
         return Recovery::UNDEFINED;
     }
-    let count = |v: &[u64], a: usize, b: usize| -> u64 { v.iter().take(b).skip(a).sum() };
-    let (g, o) = (count(goodput, lo, hi), count(offered, lo, hi));
+    let (g, o) = bins[lo..hi].iter().fold((0u64, 0u64), |(g, o), b| (g + b.goodput, o + b.offered));
     if o == 0 || g == 0 {
         return Recovery::UNDEFINED;
     }
-    let baseline = g as f64 / o as f64;
+    let ratio = g as f64 / o as f64;
     let baseline_goodput = g as f64 / (hi - lo) as f64;
-    let bins_in_run = (duration / bin) as usize;
+    let bins_in_run = ((duration / bin) as usize).min(bins.len());
     let collapse = (hi..bins_in_run)
-        .find(|&b| (goodput.get(b).copied().unwrap_or(0) as f64) < 0.5 * baseline_goodput)
+        .find(|&b| (bins[b].goodput as f64) < 0.5 * baseline_goodput)
         .map(|b| to_secs_f64((b as u64 * bin).saturating_sub(first)));
-    if overloaded || baseline < HEALTHY_RATIO {
-        return Recovery { recovery_time_s: None, recovered: None, collapse_time_s: collapse, never_healthy: true };
+    let undefined = Recovery { collapse_time_s: collapse, ..Recovery::UNDEFINED };
+    if overloaded || ratio < HEALTHY_RATIO {
+        return Recovery { never_healthy: true, ..undefined };
     }
     if last_end == NEVER || last_end >= duration {
-        return Recovery {
-            recovery_time_s: None,
-            recovered: Some(0.0),
-            collapse_time_s: collapse,
-            never_healthy: false,
-        };
+        return Recovery { to_the_end: true, ..undefined };
     }
-    // First window of 5 whole bins after the last disturbance whose mean
-    // ratio is back to 95% of the baseline.
+    let base = Baseline::of(&bins[lo..hi]);
     let start = last_end.div_ceil(bin) as usize;
-    let ratio = |b: usize| {
-        let o = offered.get(b).copied().unwrap_or(0);
-        (o > 0).then(|| goodput.get(b).copied().unwrap_or(0) as f64 / o as f64)
-    };
-    for w in start..bins_in_run.saturating_sub(4) {
-        let rs: Vec<f64> = (w..w + 5).filter_map(ratio).collect();
-        if !rs.is_empty() && rs.iter().sum::<f64>() / rs.len() as f64 >= 0.95 * baseline {
-            let t = (w as u64 * bin).saturating_sub(last_end);
-            return Recovery {
-                recovery_time_s: Some(to_secs_f64(t)),
-                recovered: Some(1.0),
-                collapse_time_s: collapse,
-                never_healthy: false,
-            };
+    let mut fails = [0usize; 4];
+    let mut served = false;
+    for w in start..(bins_in_run + 1).saturating_sub(WINDOW_BINS) {
+        let window = &bins[w..w + WINDOW_BINS];
+        if !base.users_served(window) {
+            continue;
+        }
+        served = true;
+        match base.state_fails(window) {
+            None => {
+                let t = (w as u64 * bin).saturating_sub(last_end);
+                return Recovery {
+                    recovery_time_s: Some(to_secs_f64(t)),
+                    recovered: Some(1.0),
+                    degraded: Some(0.0),
+                    ..undefined
+                };
+            }
+            Some(c) => fails[c as usize] += 1,
         }
     }
-    Recovery { recovery_time_s: None, recovered: Some(0.0), collapse_time_s: collapse, never_healthy: false }
+    let by = [Condition::Queue, Condition::Busy, Condition::Wasted, Condition::Latency]
+        .into_iter()
+        .max_by_key(|c| (fails[*c as usize], std::cmp::Reverse(*c as usize)))
+        .filter(|_| served);
+    Recovery { recovered: Some(0.0), degraded: Some(if served { 1.0 } else { 0.0 }), degraded_by: by, ..undefined }
 }
 
 #[cfg(test)]
@@ -123,6 +295,23 @@ mod tests {
     use super::*;
 
     const S: Nanos = 1_000_000_000;
+
+    /// Bins with these goodput and offered counts and a quiet state.
+    fn ratios(goodput: &[u64], offered: &[u64]) -> Vec<BinState> {
+        goodput.iter().zip(offered).map(|(&g, &o)| BinState { goodput: g, offered: o, ..BinState::default() }).collect()
+    }
+
+    fn recovery(
+        g: &[u64],
+        o: &[u64],
+        bin: Nanos,
+        w: Nanos,
+        d: Nanos,
+        marks: &[(Nanos, Nanos)],
+        over: bool,
+    ) -> Recovery {
+        super::recovery(&ratios(g, o), bin, w, d, marks, over)
+    }
 
     #[test]
     fn recovers_when_the_ratio_is_back_for_five_bins() {

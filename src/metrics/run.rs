@@ -233,12 +233,9 @@ impl RunCollector {
         let budgeted = (0..s.edges.len()).any(|e| s.edge_policy(e).budget.is_some());
         let denied = self.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
         put("retries_denied_budget", budgeted.then_some(denied as f64));
-        let rows = self.series.rows();
-        let goodput: Vec<u64> = rows.iter().map(|r| r.goodput).collect();
-        let offered: Vec<u64> = rows.iter().map(|r| r.offered).collect();
+        let bins = super::recovery::states(&self.series, self.series.rows().len());
         let rec = super::recovery::recovery(
-            &goodput,
-            &offered,
+            &bins,
             s.bin,
             s.warmup,
             s.duration,
@@ -247,13 +244,22 @@ impl RunCollector {
         );
         put("recovery_time_s", rec.recovery_time_s);
         put("recovered_fraction", rec.recovered);
+        put("degraded_fraction", rec.degraded);
         put("collapse_time_s", rec.collapse_time_s);
         let mut reasons = BTreeMap::new();
-        if rec.never_healthy {
-            for k in ["recovery_time_s", "recovered_fraction"] {
-                reasons.insert(k.to_string(), NEVER_HEALTHY);
+        let why = if rec.never_healthy {
+            Some(NEVER_HEALTHY)
+        } else if rec.to_the_end {
+            Some(DISTURBANCE_TO_END)
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            for k in ["recovery_time_s", "recovered_fraction", "degraded_fraction"] {
+                reasons.insert(k.to_string(), why);
             }
         }
+        let degraded_by = rec.degraded_by.map(super::recovery::Condition::name);
 
         let edges = s
             .edges
@@ -327,6 +333,7 @@ impl RunCollector {
         RunResult {
             metrics: m,
             reasons,
+            degraded_by,
             amplification_service: s.services[amp_service].name.clone(),
             clients,
             edges,
@@ -351,6 +358,10 @@ impl RunCollector {
 /// overloaded: there was no healthy state to come back to.
 pub const NEVER_HEALTHY: &str = "never_healthy";
 
+/// Why the recovery metrics of a run have no value: the last disturbance
+/// lasts to the end of the arrivals, so there is no after to recover in.
+pub const DISTURBANCE_TO_END: &str = "disturbance_to_end";
+
 /// One client class's metrics in one run.
 #[derive(Debug, Clone)]
 pub struct ClientResult {
@@ -371,6 +382,9 @@ pub struct RunResult {
     /// Why a metric has no value, where the reason is known
     /// (`recovered_fraction` → [`NEVER_HEALTHY`]).
     pub reasons: BTreeMap<String, &'static str>,
+    /// For a degraded run (users served, state not back), the condition
+    /// that kept it from recovering.
+    pub degraded_by: Option<&'static str>,
     /// The service where `amplification` is taken: the run's busiest (the
     /// summaries take it at the baseline's, [`RunResult::amplification_values`]).
     pub amplification_service: String,

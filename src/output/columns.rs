@@ -15,6 +15,11 @@ pub enum Style {
     Seconds,
     /// A count per replication.
     Count,
+    /// Replications with a yes: `3/5`.
+    Runs,
+    /// The Kaplan–Meier median time to recovery and how many replications
+    /// recovered: `12.0s (4/5)`, or `> end (2/5)` when fewer than half did.
+    Recovery,
 }
 
 /// One column: the metric, its header and its style.
@@ -56,12 +61,19 @@ pub const BUSINESS: [Column; 4] = [
 
 /// Shown when the experiment has a disturbance (some variant has a value
 /// or a reason for it).
-pub const RECOVERY: [Column; 2] =
-    [col("recovery_time_s", "recovery", Style::Seconds), col("recovered_fraction", "recovered", Style::Percent)];
+pub const RECOVERY: [Column; 2] = [
+    col("recovery_time_median_s", "recovery (median)", Style::Recovery),
+    col("recovered_fraction", "recovered", Style::Percent),
+];
+
+/// Shown when some variant had a degraded replication (users served, the
+/// system's state not back).
+pub const DEGRADED: [Column; 1] = [col("degraded_fraction", "degraded", Style::Runs)];
 
 /// The column of any metric of [`crate::metrics::METRICS`], for `show`.
 pub fn column_of(metric: &str) -> Option<Column> {
-    let known = HEADLINE.iter().chain(&BURST).chain(&BUSINESS).chain(&RECOVERY).find(|c| c.metric == metric);
+    let known =
+        HEADLINE.iter().chain(&BURST).chain(&BUSINESS).chain(&RECOVERY).chain(&DEGRADED).find(|c| c.metric == metric);
     if let Some(c) = known {
         return Some(*c);
     }
@@ -91,6 +103,7 @@ pub fn choose(show: &[String], numbers: &dyn Shown) -> Vec<Column> {
     if RECOVERY.iter().any(|c| numbers.present(c.metric)) {
         out.extend(RECOVERY);
     }
+    out.extend(DEGRADED.iter().filter(|c| numbers.nonzero(c.metric)));
     for m in show {
         if let Some(c) = column_of(m)
             && !out.iter().any(|o| o.metric == c.metric)
@@ -121,7 +134,7 @@ mod tests {
         assert_eq!(quiet, HEADLINE.to_vec());
         let busy = choose(&[], &Numbers(&["orphan_commits"], &["recovered_fraction"]));
         let names: Vec<&str> = busy.iter().map(|c| c.metric).collect();
-        assert_eq!(&names[HEADLINE.len()..], ["orphan_commits", "recovery_time_s", "recovered_fraction"]);
+        assert_eq!(&names[HEADLINE.len()..], ["orphan_commits", "recovery_time_median_s", "recovered_fraction"]);
         let show = ["ledger_replays".to_string(), "success_rate".to_string(), "orphan_commits".to_string()];
         let shown = choose(&show, &Numbers(&["orphan_commits"], &[]));
         let names: Vec<&str> = shown.iter().map(|c| c.metric).collect();

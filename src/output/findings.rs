@@ -237,5 +237,6 @@ fn as_variant_summary(v: &Value) -> crate::output::VariantSummary {
         latency_cdf: Vec::new(),
         vs_baseline: Vec::new(),
         baseline: String::new(),
+        degraded_by: Default::default(),
     }
 }

@@ -161,6 +161,7 @@ mod tests {
             latency_cdf: Vec::new(),
             vs_baseline: Vec::new(),
             baseline: String::new(),
+            degraded_by: Default::default(),
         };
         let text = render_breakdown(&[v]);
         assert!(text.contains("v: failed: timeout (max_attempts) 15.00%, 502 0.0020%\n"), "{text}");

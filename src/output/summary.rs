@@ -1,7 +1,9 @@
 //! `summary.json` (schema `retrysim.summary/1`) and the per-variant
 //! summaries the table and CSV are made from.
 
+use super::differences::Difference;
 use crate::analysis::stats::summarize_metric;
+use crate::analysis::survival::{Observed, km_median};
 use crate::analysis::{RunSet, Summary};
 use crate::config::Experiment;
 use crate::engine::to_secs_f64;
@@ -42,9 +44,11 @@ pub struct VariantSummary {
     /// (quantile, seconds) over all replications' successful intents.
     pub latency_cdf: Vec<(f64, f64)>,
     /// Paired difference to the baseline variant per metric (empty for the baseline).
-    pub vs_baseline: Vec<(String, Summary)>,
+    pub vs_baseline: Vec<(String, Difference)>,
     /// The baseline's name.
     pub baseline: String,
+    /// Degraded replications, by the condition that kept each from recovering.
+    pub degraded_by: BTreeMap<String, u64>,
 }
 
 impl VariantSummary {
@@ -59,7 +63,7 @@ impl VariantSummary {
     }
 
     /// The paired difference to the baseline of metric `name`.
-    pub fn difference(&self, name: &str) -> Option<&Summary> {
+    pub fn difference(&self, name: &str) -> Option<&Difference> {
         self.vs_baseline.iter().find(|(k, _)| k == name).map(|(_, s)| s)
     }
 }
@@ -72,6 +76,39 @@ fn summarize_maps(maps: &[&MetricMap], names: &[&str]) -> Vec<(String, Summary)>
 /// value of metric `k` being `get(j, k)`.
 fn summarize_with(names: &[&str], runs: usize, get: impl Fn(usize, &str) -> Option<f64>) -> Vec<(String, Summary)> {
     names.iter().map(|&k| (k.to_string(), summarize_metric(k, (0..runs).map(|j| get(j, k)).collect()))).collect()
+}
+
+/// The Kaplan–Meier median time to recovery ([`km_median`]): every
+/// replication counts, one that did not recover as censored at the
+/// horizon (the end of the run after the last disturbance). Its `values`
+/// are the recovery times (none for a replication that did not recover);
+/// an open upper end of the interval is the horizon; without a median
+/// (fewer than half recovered) there is no interval either. `None`
+/// without a recovery to measure.
+fn recovery_median(metrics: &[(String, Summary)], s: &crate::config::Scenario) -> Option<Summary> {
+    let get = |k: &str| metrics.iter().find(|(n, _)| n == k).map(|(_, x)| x);
+    let (rec, time) = (get("recovered_fraction")?, get("recovery_time_s")?);
+    rec.mean?;
+    let last_end = crate::metrics::recovery::disturbances(s).iter().map(|d| d.1).max()?;
+    let horizon = to_secs_f64(s.duration.checked_sub(last_end).filter(|&h| h > 0)?);
+    let mut obs = Vec::new();
+    let mut values = Vec::with_capacity(rec.values.len());
+    for (r, t) in rec.values.iter().zip(&time.values) {
+        match (r, t) {
+            (Some(r), Some(t)) if *r >= 0.5 => {
+                obs.push(Observed::Event(*t));
+                values.push(Some(*t));
+            }
+            (Some(_), _) => {
+                obs.push(Observed::Censored(horizon));
+                values.push(None);
+            }
+            _ => values.push(None),
+        }
+    }
+    let m = km_median(&obs);
+    let ci95 = m.median.map(|median| (m.ci95.0.unwrap_or(median), m.ci95.1.unwrap_or(horizon)));
+    Some(Summary { mean: m.median, ci95, values })
 }
 
 /// Summarises every variant of a run set against its first variant.
@@ -106,13 +143,16 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
                     reasons.insert(k.clone(), why.to_string());
                 }
             }
-            let metrics = metrics
+            let mut metrics: Vec<(String, Summary)> = metrics
                 .into_iter()
                 .map(|(k, sum)| {
                     // A reason in any replication: no mean (the values stay).
                     if reasons.contains_key(&k) { (k, Summary { mean: None, ci95: None, ..sum }) } else { (k, sum) }
                 })
                 .collect();
+            if let Some(km) = recovery_median(&metrics, s) {
+                metrics.push(("recovery_time_median_s".into(), km));
+            }
             let clients = (0..s.clients.len())
                 .map(|i| {
                     let summary = summarize_with(&METRICS, runs.len(), |j, k| match amps.get(j) {
@@ -183,41 +223,27 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
                 latency_cdf,
                 vs_baseline: Vec::new(),
                 baseline: String::new(),
+                degraded_by: runs.iter().filter_map(|r| r.degraded_by).fold(BTreeMap::new(), |mut m, c| {
+                    *m.entry(c.to_string()).or_insert(0) += 1;
+                    m
+                }),
             }
         })
         .collect();
     if baseline < out.len() {
-        compare_to_baseline(&mut out, baseline);
+        // The family Holm adjusts over: the metrics the vs-baseline block shows.
+        let mut show: Vec<String> = Vec::new();
+        for v in &set.variants {
+            for m in &v.scenario.show {
+                if !show.contains(m) {
+                    show.push(m.clone());
+                }
+            }
+        }
+        let family: Vec<&str> = super::vs_baseline::block_columns(&out, &show).iter().map(|c| c.metric).collect();
+        super::differences::compare_to_baseline(&mut out, baseline, &family);
     }
     out
-}
-
-/// Fills every variant's paired differences to variant `baseline`. A
-/// metric that has a reason instead of a mean in either variant has no
-/// difference either.
-pub fn compare_to_baseline(summaries: &mut [VariantSummary], baseline: usize) {
-    // The baseline is read in place while the others are written.
-    let (before, rest) = summaries.split_at_mut(baseline);
-    let (base, after) = rest.split_first_mut().expect("the baseline is one of the variants");
-    base.baseline = base.name.clone();
-    base.vs_baseline.clear();
-    let base = &*base;
-    for v in before.iter_mut().chain(after.iter_mut()) {
-        v.baseline = base.name.clone();
-        v.vs_baseline = v
-            .metrics
-            .iter()
-            .map(|(k, s)| {
-                let b = base.metric(k).map(|b| b.values.clone()).unwrap_or_default();
-                let d = crate::analysis::stats::paired_metric(k, &b, &s.values);
-                if v.reasons.contains_key(k) || base.reasons.contains_key(k) {
-                    (k.clone(), Summary { mean: None, ci95: None, ..d })
-                } else {
-                    (k.clone(), d)
-                }
-            })
-            .collect();
-    }
 }
 
 /// Entries sorted by key, the last of equal keys kept: the keys a JSON
@@ -232,25 +258,29 @@ fn sorted<'a, T>(entries: impl Iterator<Item = (&'a str, T)>) -> Vec<(&'a str, T
     v
 }
 
-/// A metric's summary: `ci95`, `mean`, `reason` (if any), `significant`
-/// (in `vs_baseline`) and `values`.
+/// A metric's summary: `ci95`, `mean`, `reason` (if any), and in
+/// `vs_baseline` `p`, `p_adjusted` and `significant`; then `values`.
 struct MetricJson<'a> {
     summary: &'a Summary,
     reason: Option<&'a str>,
-    significant: Option<bool>,
+    test: Option<&'a Difference>,
 }
 
 impl Serialize for MetricJson<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        let n = 3 + self.reason.is_some() as usize + self.significant.is_some() as usize;
+        let n = 3 + self.reason.is_some() as usize + 3 * self.test.is_some() as usize;
         let mut m = ser.serialize_map(Some(n))?;
         m.serialize_entry("ci95", &self.summary.ci95)?;
         m.serialize_entry("mean", &self.summary.mean)?;
+        if let Some(d) = self.test {
+            m.serialize_entry("p", &d.p)?;
+            m.serialize_entry("p_adjusted", &d.p_adjusted)?;
+        }
         if let Some(why) = self.reason {
             m.serialize_entry("reason", why)?;
         }
-        if let Some(sig) = self.significant {
-            m.serialize_entry("significant", &sig)?;
+        if let Some(d) = self.test {
+            m.serialize_entry("significant", &d.significant())?;
         }
         m.serialize_entry("values", &self.summary.values)?;
         m.end()
@@ -266,7 +296,7 @@ impl Serialize for MetricsJson<'_> {
         let mut m = ser.serialize_map(Some(entries.len()))?;
         for (k, summary) in entries {
             let reason = self.1.and_then(|r| r.get(k)).map(String::as_str);
-            m.serialize_entry(k, &MetricJson { summary, reason, significant: None })?;
+            m.serialize_entry(k, &MetricJson { summary, reason, test: None })?;
         }
         m.end()
     }
@@ -310,9 +340,8 @@ impl Serialize for VsBaselineJson<'_> {
         if v.vs_baseline.is_empty() {
             return ser.serialize_none();
         }
-        let metrics = v.vs_baseline.iter().map(|(k, s)| {
-            let significant = Some(crate::analysis::stats::significant(s));
-            (k.as_str(), VsEntry::Metric(MetricJson { summary: s, reason: None, significant }))
+        let metrics = v.vs_baseline.iter().map(|(k, d)| {
+            (k.as_str(), VsEntry::Metric(MetricJson { summary: &d.summary, reason: None, test: Some(d) }))
         });
         let entries = sorted(std::iter::once(("baseline", VsEntry::Baseline(&v.baseline))).chain(metrics));
         let mut m = ser.serialize_map(Some(entries.len()))?;
@@ -347,9 +376,10 @@ struct VariantJson<'a>(&'a VariantSummary, usize);
 impl Serialize for VariantJson<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let v = self.0;
-        let mut m = ser.serialize_map(Some(13))?;
+        let mut m = ser.serialize_map(Some(14))?;
         m.serialize_entry("amplification_service", &v.amplification_service)?;
         m.serialize_entry("clients", &GroupsJson(&v.clients))?;
+        m.serialize_entry("degraded_by", &v.degraded_by)?;
         m.serialize_entry("edges", &GroupsJson(&v.edges))?;
         m.serialize_entry("effects", &GroupsJson(&v.effects))?;
         m.serialize_entry("failures", &v.failures)?;

@@ -12,7 +12,8 @@ pub fn fmt_value(x: f64, style: Style) -> String {
         Style::Percent => format!("{:.2}%", x * 100.0),
         Style::Number => format!("{:.3}", x),
         Style::Count => format!("{:.1}", x),
-        Style::Seconds => fmt_seconds(x),
+        Style::Seconds | Style::Recovery => fmt_seconds(x),
+        Style::Runs => format!("{:.0}%", x * 100.0),
     }
 }
 
@@ -34,7 +35,8 @@ pub fn fmt_seconds(x: f64) -> String {
 pub fn fmt_half(h: f64, style: Style) -> String {
     match style {
         Style::Percent => format!("{:.2}", h * 100.0),
-        Style::Seconds => fmt_seconds(h),
+        Style::Seconds | Style::Recovery => fmt_seconds(h),
+        Style::Runs => format!("{:.0}", h * 100.0),
         Style::Number => format!("{:.3}", h),
         Style::Count => format!("{:.1}", h),
     }
@@ -54,6 +56,32 @@ pub fn fmt_interval(s: &Summary, style: Style) -> String {
 pub fn cell(s: Option<&Summary>, reason: Option<&str>, style: Style) -> String {
     if reason == Some(NEVER_HEALTHY) {
         return "never healthy".into();
+    }
+    if style == Style::Recovery
+        && let Some(s) = s
+    {
+        // Recovered replications have a time; the others recovered too late to see.
+        let (k, n) = (s.values.iter().flatten().count(), s.values.len());
+        return match s.mean {
+            Some(m) => format!("{} ({k}/{n})", fmt_seconds(m)),
+            None if n > 0 => format!("> end ({k}/{n})"),
+            None => "—".into(),
+        };
+    }
+    if style == Style::Runs
+        && let Some(s) = s
+    {
+        let (k, n) = (s.values.iter().flatten().filter(|x| **x >= 0.5).count(), s.values.iter().flatten().count());
+        return if n == 0 { "—".into() } else { format!("{k}/{n}") };
+    }
+    if style == Style::Count
+        && let Some(s) = s
+        && s.mean == Some(0.0)
+        && s.values.iter().all(|v| *v == Some(0.0))
+    {
+        // No event in n runs: the rule of three bounds the mean per run.
+        let n = s.values.len() as u64;
+        return format!("0 (≤{}/run)", fmt_value(crate::analysis::exact::rule_of_three(n), Style::Count));
     }
     match s.and_then(|s| s.mean.map(|m| (m, s))) {
         None => "—".into(),
@@ -133,6 +161,26 @@ pub fn render_text(summaries: &[VariantSummary], replications: usize, show: &[St
     out.push_str(&format!(
         "mean ±95% CI half-width over {replications} replication(s) (+above/-below where the interval stops at 0 or 100%); p50, p99, p99.9: latency of successful intents; p99 all: of every intent, to when its client knew the result; — = no value\n"
     ));
+    if cols.iter().any(|c| c.metric == "recovered_fraction") {
+        out.push_str("recovered: users served and the system's state (queues, busy workers, wasted work, p99) back near the baseline for 5 bins; share of replications with its exact (Clopper-Pearson) 95% interval; recovery (median): Kaplan-Meier median time to recovery over every replication, (recovered/replications), \"> end\" when fewer than half recovered before the end of the run\n");
+    }
+    let degraded: Vec<String> = summaries
+        .iter()
+        .filter(|v| !v.degraded_by.is_empty())
+        .map(|v| {
+            let by: Vec<String> = v.degraded_by.iter().map(|(c, n)| format!("{c} in {n}")).collect();
+            format!("{} ({})", v.name, by.join(", "))
+        })
+        .collect();
+    if !degraded.is_empty() {
+        out.push_str(&format!(
+            "degraded: users served again but the system's state not back, so not recovered; what stayed up: {}\n",
+            degraded.join("; ")
+        ));
+    }
+    if summaries.iter().any(|v| v.reason("recovered_fraction") == Some(crate::metrics::DISTURBANCE_TO_END)) {
+        out.push_str("recovery —: the disturbance lasts to the end of the run, so there is no after to recover in\n");
+    }
     if cols.iter().any(|c| c.metric == "recovered_fraction")
         && summaries.iter().any(|v| v.reason("recovered_fraction") == Some(NEVER_HEALTHY))
     {

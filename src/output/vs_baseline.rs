@@ -5,13 +5,12 @@
 
 use super::VariantSummary;
 use super::columns::{BUSINESS, Column, Style};
+use super::differences::Difference;
 use super::table::{align, columns, fmt_half, fmt_value};
-use crate::analysis::Summary;
-use crate::analysis::stats::significant;
 
 /// The columns of the block: the headline comparisons, then the business
 /// metrics the table shows.
-fn block_columns(summaries: &[VariantSummary], show: &[String]) -> Vec<Column> {
+pub fn block_columns(summaries: &[VariantSummary], show: &[String]) -> Vec<Column> {
     let shown = columns(summaries, show);
     let pick = |m: &str| shown.iter().find(|c| c.metric == m).copied();
     let mut cols: Vec<Column> =
@@ -23,8 +22,10 @@ fn block_columns(summaries: &[VariantSummary], show: &[String]) -> Vec<Column> {
     cols
 }
 
-/// One difference: `+x ±h (+p%)`, `n.s.` when its CI contains zero.
-fn diff_text(d: &Summary, base_mean: Option<f64>, style: Style) -> String {
+/// One difference: `+x ±h (+p%)`, `n.s.` when it is not significant
+/// after Holm's adjustment.
+fn diff_text(diff: &Difference, base_mean: Option<f64>, style: Style) -> String {
+    let d = &diff.summary;
     let Some(m) = d.mean else { return "—".into() };
     let sign = if m > 0.0 { "+" } else { "" };
     let mut text = format!("{sign}{}", fmt_value(m, style));
@@ -34,7 +35,7 @@ fn diff_text(d: &Summary, base_mean: Option<f64>, style: Style) -> String {
     if let Some(b) = base_mean.filter(|b| b.abs() > 1e-12 && style != Style::Percent) {
         text.push_str(&format!(" ({sign}{:.0}%)", m / b * 100.0));
     }
-    if !significant(d) {
+    if !diff.significant() {
         text.push_str(" n.s.");
     }
     text
@@ -56,9 +57,9 @@ pub fn render_vs_baseline(summaries: &[VariantSummary], show: &[String]) -> Stri
         for c in &cols {
             let base_mean = base.and_then(|b| b.metric(c.metric)).and_then(|s| s.mean);
             let mut text = v.difference(c.metric).map_or_else(|| "—".into(), |d| diff_text(d, base_mean, c.style));
-            let faster = v.difference(c.metric).and_then(|d| d.mean).is_some_and(|m| m < 0.0);
+            let faster = v.difference(c.metric).and_then(|d| d.summary.mean).is_some_and(|m| m < 0.0);
             if faster && success_only_latency(c.metric) {
-                let success = v.difference("success_rate").and_then(|d| d.mean);
+                let success = v.difference("success_rate").and_then(|d| d.summary.mean);
                 text.push_str(&match success {
                     Some(s) => {
                         format!(" with success {}{}", if s > 0.0 { "+" } else { "" }, fmt_value(s, Style::Percent))
@@ -71,8 +72,9 @@ pub fn render_vs_baseline(summaries: &[VariantSummary], show: &[String]) -> Stri
         rows.push(row);
     }
     format!(
-        "\nvs baseline \"{}\": paired difference ±95% CI (same random numbers per replication); n.s. = not significant\n{}",
+        "\nvs baseline \"{}\": paired difference ±95% CI (same random numbers per replication); n.s. = no significant difference at this n (Holm over {} comparisons)\n{}",
         base.map(|b| b.name.as_str()).unwrap_or(""),
+        super::differences::family_size(summaries),
         align(&rows)
     )
 }

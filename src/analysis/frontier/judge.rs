@@ -1,8 +1,10 @@
 //! One replication with a trigger, run only until its verdict is known.
 //!
-//! The verdict follows the recovery metric of DESIGN §5: the run recovered
-//! when the goodput ratio, as a rolling mean over 5 bins, is back to 95% of
-//! its baseline after the trigger's end, before the horizon. The run is
+//! The verdict follows the recovery metric (docs/model.md, section 9): the
+//! run recovered when, for 5 bins in a row after the trigger's end and
+//! before the horizon, the users are served as in the baseline and the
+//! system's state (queues, busy workers, wasted work, p99) is back; a run
+//! whose users are served but whose state is not counts as not recovered. The run is
 //! looked at after every bin, and it stops at the first bin that settles
 //! the verdict: recovery (the same first window the full run would find:
 //! finished bins do not change), an unhealthy baseline, the horizon, or —
@@ -14,13 +16,13 @@
 use super::Judging;
 use crate::config::Scenario;
 use crate::engine::Nanos;
-use crate::metrics::recovery::{HEALTHY_RATIO, disturbances, recovery};
+use crate::metrics::recovery::{HEALTHY_RATIO, disturbances, recovery, states};
 use crate::model::{RunOptions, World};
 
 /// What became of a run after its trigger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// Back to 95% of the baseline ratio within the horizon.
+    /// Users served and state back within the horizon.
     Recovered,
     /// Not back by the horizon (or clearly collapsed before it).
     Collapsed,
@@ -42,7 +44,7 @@ pub fn judge(s: &Scenario, rep: u32, window: (Nanos, Nanos), judging: Judging) -
     loop {
         let goes_on = world.advance_to(t.saturating_sub(1));
         let (goodput, offered) = counts(&world, (t / bin) as usize);
-        let r = recovery(&goodput, &offered, bin, s.warmup, t, &marks, false);
+        let r = recovery(&states(world.series(), (t / bin) as usize), bin, s.warmup, t, &marks, false);
         if r.never_healthy {
             return (Verdict::NeverHealthy, world.events());
         }
