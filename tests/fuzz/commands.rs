@@ -149,7 +149,7 @@ pub fn report_or_plot(command: &str, f: &Fixture, c: &Case, out: &Path) -> Built
     for &(kind, a, b) in &c.mutations {
         text = if name == "summary.json" && kind >= 3 { spoil_json(&text, a, b) } else { mutate(&text, (kind, a, b)) };
     }
-    if c.mutations.is_empty() && c.base % 7 == 0 {
+    if c.mutations.is_empty() && c.base.is_multiple_of(7) {
         std::fs::remove_file(&case_path).unwrap();
         text = String::new();
     } else {
