@@ -14,6 +14,7 @@ pub mod stats;
 pub mod survival;
 pub mod sweep;
 pub mod tune;
+pub mod warmup;
 
 pub use replicate::{RunSet, VariantRuns, run_all, run_all_with, run_ranges};
 pub use stats::{Summary, summarize};

@@ -1,11 +1,13 @@
-//! The fuzz harness: generated and mutated experiments, policies, overrides
-//! and flags, driven through the command line's entry point
-//! (`retrysim::cli::execute`, what the binary runs) in this process.
+//! The fuzz harness: generated and mutated experiments, policies, configs,
+//! traces, output folders, overrides and flags, driven through the command
+//! line's entry point (`retrysim::cli::execute`, what the binary runs) in
+//! this process, for every command (docs/reliability.md, section 11).
 //!
-//! Every case starts from a shipped experiment or policy, mutates its text
-//! and adds overrides and flags drawn from pools of odd values (huge,
-//! negative, NaN, "never", wrong types, dates, bad units, paths to inputs,
-//! folders and devices), and asserts:
+//! Every case starts from a shipped experiment or policy, an exported
+//! config, a small traced system (`fuzz/traces.rs`) or a finished run,
+//! mutates it and adds overrides and flags drawn from pools of odd values
+//! (huge, negative, NaN, "never", wrong types, dates, bad units, paths to
+//! inputs, folders and devices), and asserts:
 //!
 //! - no panic (an abort, such as a stack overflow, ends this test binary);
 //! - the exit status is 0, 1 or 2;
@@ -14,7 +16,10 @@
 //! - no input file changed;
 //! - after a successful `run`, the metrics in `summary.json` obey their
 //!   invariants (shares in [0, 1], at least one attempt per intent, goodput
-//!   at most the intents, intervals around their means).
+//!   at most the intents, intervals around their means);
+//! - an experiment `import-traces` wrote loads, and a refusal leaves
+//!   nothing behind; a policy `import` printed loads;
+//! - no case runs for more than five minutes (a watchdog ends the harness).
 //!
 //! Cases are seeded, so a failure reproduces. `RETRYSIM_FUZZ_CASES` sets the
 //! number of cases (default 2000), `RETRYSIM_FUZZ_SEED` the seed (default
@@ -68,6 +73,10 @@ fn message_kind(msg: &str) -> String {
         source.split([' ', '=']).next().unwrap_or(source).to_string()
     } else if source.ends_with(".toml") {
         "file".into()
+    } else if source.contains("/run/") || source.ends_with("/run") {
+        "output folder".into()
+    } else if source.ends_with(".jsonl") || source.ends_with(".cfg") {
+        "input file".into()
     } else {
         source.chars().take(24).collect()
     };

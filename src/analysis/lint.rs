@@ -19,7 +19,7 @@
 //!   request reaching the service has one), sometimes, or never.
 
 use crate::config::Scenario;
-use crate::engine::{NEVER, Nanos};
+use crate::engine::{NEVER, Nanos, to_secs_f64};
 use crate::policy::{Outcome, Policy};
 use graph::Graph;
 
@@ -35,6 +35,7 @@ mod retries;
 mod sources;
 mod timeouts;
 mod timing;
+mod warmup;
 
 pub use sources::{Sources, sources};
 
@@ -66,7 +67,7 @@ pub struct Rule {
 
 /// Every rule, in the order of DESIGN §6, then capacity and timeouts,
 /// then hosts and caches (`unsafe-hedge` sits beside `unsafe-retry`).
-pub const RULES: [Rule; 20] = [
+pub const RULES: [Rule; 21] = [
     Rule {
         id: "unsafe-retry",
         severity: Severity::Error,
@@ -157,6 +158,11 @@ pub const RULES: [Rule; 20] = [
         id: "retry-same-host",
         severity: Severity::Warning,
         checks: "a retrying edge into a service with replicas without retry_other_host",
+    },
+    Rule {
+        id: "short-warmup",
+        severity: Severity::Warning,
+        checks: "the warm-up is shorter than the time an adaptive mechanism (quantile hedging, SRE throttle, ratio budget, breaker window) needs to settle",
     },
     Rule {
         id: "cold-cache-overload",
@@ -285,6 +291,7 @@ pub fn lint(s: &Scenario, src: &Sources) -> Report {
     g.capacity_rules(&mut findings);
     g.timeout_rules(&mut findings);
     g.host_rules(&mut findings);
+    g.warmup_rules(&mut findings);
     let order = |id: &str| RULES.iter().position(|r| r.id == id).unwrap_or(usize::MAX);
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(order(a.rule).cmp(&order(b.rule))));
     Report { findings, paths: g.paths() }
