@@ -81,7 +81,7 @@ mod tests {
     fn a_start_up_climb_is_cut_and_a_stationary_series_is_not() {
         // A queue that climbs from 0 to 10 over 30 bins, then stays at 10 ± 1.
         let noise = |i: usize| {
-            if i % 3 == 0 {
+            if i.is_multiple_of(3) {
                 1.0
             } else if i % 3 == 1 {
                 -1.0
