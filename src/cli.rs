@@ -203,10 +203,15 @@ pub struct RunArgs {
     /// Compare every variant with this one [default: the first].
     #[arg(long, value_name = "NAME")]
     pub baseline: Option<String>,
-    /// Add replications until every headline metric's 95% CI half-width is
-    /// below this share of its mean (e.g. 0.02).
-    #[arg(long, value_name = "SHARE")]
-    pub precision: Option<f64>,
+    /// Add replications until every watched metric's 95% CI half-width is
+    /// below this share of its mean (0.02; for a share, of the smaller of p
+    /// and 1 - p), or below this many percentage points for the shares (0.5pp).
+    #[arg(long, value_name = "SHARE|Npp")]
+    pub precision: Option<String>,
+    /// Whose intervals --precision applies to: each variant's, or the
+    /// paired differences from the baseline.
+    #[arg(long, value_enum, default_value = "variants")]
+    pub precision_on: PrecisionOn,
     /// The most replications --precision may run per variant.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub max_replications: u32,
@@ -220,6 +225,15 @@ pub struct RunArgs {
     /// latency p50/p99, success and attempts per call, per client, edge and service.
     #[arg(long = "compare-traces", value_name = "TRACES", num_args = 1..)]
     pub compare_traces: Vec<PathBuf>,
+}
+
+/// Whose intervals `--precision` applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrecisionOn {
+    /// Each variant's own intervals.
+    Variants,
+    /// The paired differences of each variant from the baseline.
+    Differences,
 }
 
 /// What a command line came to: its exit status and, when it failed, the

@@ -1,7 +1,7 @@
 //! Paired comparisons and replications until precise (DESIGN §1 run,
 //! issue: comparisons that hold up).
 
-use retrysim::analysis::precision::{PrecisionOutcome, imprecise, run_until_precise};
+use retrysim::analysis::precision::{On, PrecisionOutcome, Target, imprecise, run_until_precise};
 use retrysim::analysis::run_all;
 use retrysim::analysis::stats::{paired_at, significant, summarize};
 use retrysim::config::load_experiment;
@@ -47,16 +47,38 @@ fn a_difference_of_zero_is_reported_not_significant() {
 #[test]
 fn replications_are_added_until_every_watched_metric_is_precise() {
     let exp = quickstart(&[]);
-    let (set, outcome) = run_until_precise(&exp.variants, 0.03, 100, 0, RunOptions::default(), &|| {}).unwrap();
+    let target = (Target::Relative(0.1), On::Variants, 0);
+    let (set, outcome) = run_until_precise(&exp.variants, target, 100, 0, RunOptions::default(), &|| {}).unwrap();
     let PrecisionOutcome::Reached { replications } = outcome else { panic!("{outcome:?}") };
     assert!(set.variants.iter().all(|v| v.runs.len() == replications as usize));
-    assert_eq!(imprecise(&set, 0.03), None);
+    assert_eq!(imprecise(&set, Target::Relative(0.1), On::Variants, 0), None);
+    // Relative to the rarer side of a share: success 93.7% ± h needs h at
+    // most 10% of 6.3 points, not of 93.7.
+    let s = summarize(values(&set, 0, "success_rate"));
+    assert!(s.half_width().unwrap() <= 0.1 * (1.0 - s.mean.unwrap()), "{s:?}");
     // The runs are the plain replications 0..n: the same as asking for n at once.
     let direct = run_all(&exp.variants, Some(replications), 0).unwrap();
     assert_eq!(values(&set, 1, "success_rate"), values(&direct, 1, "success_rate"));
     // A cap stops it and says what was not precise.
-    let (_, capped) = run_until_precise(&exp.variants, 0.0001, 4, 0, RunOptions::default(), &|| {}).unwrap();
+    let tight = (Target::Relative(0.0001), On::Variants, 0);
+    let (_, capped) = run_until_precise(&exp.variants, tight, 4, 0, RunOptions::default(), &|| {}).unwrap();
     assert!(matches!(capped, PrecisionOutcome::Capped { replications: 4, .. }), "{capped:?}");
+}
+
+#[test]
+fn precision_on_differences_watches_the_paired_intervals() {
+    // ±0.5 points on every paired difference of a share from the baseline.
+    let exp = quickstart(&[]);
+    let target = (Target::Points(0.5), On::Differences, 0);
+    let (set, outcome) = run_until_precise(&exp.variants, target, 60, 0, RunOptions::default(), &|| {}).unwrap();
+    assert!(matches!(outcome, PrecisionOutcome::Reached { .. }), "{outcome:?}");
+    for v in 1..set.variants.len() {
+        let d = paired_at(&values(&set, 0, "success_rate"), &values(&set, v, "success_rate"), 0.95);
+        assert!(d.half_width().unwrap() <= 0.005, "variant {v}: {d:?}");
+    }
+    // The same target on each variant's own interval is another question:
+    // a share's own interval is wider than its paired difference.
+    assert!(imprecise(&set, Target::Points(0.01), On::Variants, 0).is_some());
 }
 
 #[test]

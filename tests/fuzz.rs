@@ -278,7 +278,7 @@ fn fuzzed_inputs_never_crash_lose_inputs_or_break_invariants() {
                         ("run", 3) => Some(("--trace", pick(&["T", "T", "case.toml", "O", "/dev/null"]))),
                         ("run", 4) => Some(("--trace-sample", pick(&["0.5", "1", "0", "2", "nan", "0.001"]))),
                         ("run", 5) => Some(("--baseline", pick(&[&variant, "nope"]))),
-                        ("run", 6) => Some(("--precision", pick(&["0.5", "0", "2", "nan"]))),
+                        ("run", 6) => Some(("--precision", pick(&["0.5", "0", "2", "nan", "0.5pp", "100pp", "xpp"]))),
                         ("sweep", 3..=5) => {
                             let key = &keys[v % keys.len()];
                             let spec = match v % 5 {

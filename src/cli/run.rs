@@ -46,23 +46,29 @@ pub fn progress_bar(total: u64, quiet: bool) -> indicatif::ProgressBar {
 }
 
 /// The line saying whether `--precision` was reached.
-fn precision_line(p: Option<&(f64, crate::analysis::precision::PrecisionOutcome)>) -> String {
-    use crate::analysis::precision::PrecisionOutcome;
-    match p {
-        None => String::new(),
-        Some((share, PrecisionOutcome::Reached { replications })) => format!(
-            "precision reached: every headline metric's 95% CI half-width is within {:.1}% of its mean after {replications} replications\n",
-            share * 100.0
-        ),
-        Some((share, PrecisionOutcome::Capped { replications, worst })) => format!(
-            "precision NOT reached after {replications} replications (--max-replications): {} of \"{}\" is still ±{:.1}% (wanted {:.1}%)\n",
+fn precision_line(p: Option<&(Precision, crate::analysis::precision::PrecisionOutcome)>) -> String {
+    use crate::analysis::precision::{On, PrecisionOutcome};
+    let Some(((target, on, _), outcome)) = p else { return String::new() };
+    let whose = match on {
+        On::Variants => "every watched metric's 95% CI half-width",
+        On::Differences => "the 95% CI half-width of every watched paired difference from the baseline",
+    };
+    match outcome {
+        PrecisionOutcome::Reached { replications } => {
+            format!("precision reached: {whose} is within {} after {replications} replications\n", target.label())
+        }
+        PrecisionOutcome::Capped { replications, worst } => format!(
+            "precision NOT reached after {replications} replications (--max-replications): {} of \"{}\" is still {:.1} times the half-width wanted ({})\n",
             worst.1,
             worst.0,
-            worst.2 * 100.0,
-            share * 100.0
+            worst.2,
+            target.label()
         ),
     }
 }
+
+/// What `--precision` asks: the target, whose intervals, the baseline.
+type Precision = (crate::analysis::precision::Target, crate::analysis::precision::On, usize);
 
 /// Refuses a `--variant` given twice.
 pub fn unique_variants(variants: &[String]) -> Result<(), InputError> {
@@ -162,16 +168,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     if args.precision.is_none() {
         crate::progress::expect(super::sweep::expected_work(&exp.variants));
     }
-    let (set, precision) = match args.precision {
+    let (set, precision) = match &args.precision {
         None => (run_all_with(&exp.variants, None, jobs, options, &|| bar.inc(1))?, None),
-        Some(p) => {
-            if !(p > 0.0 && p < 1.0) {
-                return Err(InputError::file(
-                    "--precision",
-                    format!("must be a share between 0 and 1, such as 0.02, got {p}"),
-                )
-                .into());
-            }
+        Some(text) => {
+            use crate::analysis::precision::{On, Target};
+            let on = match args.precision_on {
+                super::PrecisionOn::Variants => On::Variants,
+                super::PrecisionOn::Differences => On::Differences,
+            };
+            let p: Precision = (Target::parse(text)?, on, baseline);
             if args.max_replications < 2 {
                 return Err(InputError::file("--max-replications", "must be at least 2").into());
             }
