@@ -156,8 +156,17 @@ fn json_has_the_front_the_ties_and_the_winner_per_scenario_against_the_scenario_
     }
     assert_eq!(j["search"]["method"], "grid");
     assert_eq!(j["search"]["candidates"], 6);
-    // 6 candidates and the scenarios as written, 3 scenarios, 2 replications.
-    assert_eq!(j["search"]["runs"], 7 * 3 * 2);
+    // 6 candidates and the scenarios as written, 3 scenarios, 2 replications,
+    // then the winner and the runner-up again on fresh seeds.
+    assert_eq!(j["search"]["runs"], 7 * 3 * 2 + 2 * 3 * 2);
+    let c = &j["confirmation"];
+    assert!(c["still_wins"].is_boolean(), "{c}");
+    assert!(c["seeds"]["experiment.seed"].is_u64(), "{c}");
+    assert!(c["runner_up"]["candidate"].is_object(), "{c}");
+    // Fresh seeds: other numbers than the search's for the same candidate.
+    let fresh = c["winner"]["success_rate"]["mean"].as_f64().unwrap();
+    assert_ne!(fresh, j["winner"]["worst"]["success_rate"].as_f64().unwrap());
+    assert!((fresh - j["winner"]["worst"]["success_rate"].as_f64().unwrap()).abs() < 0.05, "{c}");
     assert!(!j["front"].as_array().unwrap().is_empty());
     let scenarios = j["scenarios"].as_array().unwrap();
     assert_eq!(scenarios.len(), 3);

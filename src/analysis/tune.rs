@@ -11,6 +11,7 @@
 //! - [`judge`]: worst cases, constraints, the best, the pairs;
 //! - [`prefer`]: among ties, fewer lint findings and the gentler policy.
 
+pub mod confirm;
 pub mod evaluate;
 pub mod judge;
 pub mod optimize;

@@ -68,6 +68,8 @@ pub(crate) struct Report<'a> {
     /// The winner's policy files, and the chart.
     pub emitted: Vec<PathBuf>,
     pub chart: Option<PathBuf>,
+    /// The winner and the runner-up again, on fresh seeds.
+    pub confirmation: Option<&'a crate::analysis::tune::confirm::Confirmation>,
 }
 
 impl Report<'_> {
@@ -223,7 +225,9 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     // scenario's replications. Candidates are made lazily and keep only a
     // few values per run (far less than the lean result counted per run).
     let reps: u64 = scenarios.iter().map(|s| args.replications.unwrap_or(s.replications) as u64).sum();
-    let runs = method.candidates().saturating_add(1 + settle_budget(&spec)).saturating_mul(reps);
+    // The search, the scenarios as written, settling ties, and the winner
+    // and runner-up again on fresh seeds.
+    let runs = method.candidates().saturating_add(3 + settle_budget(&spec)).saturating_mul(reps);
     let jobs = args.sim.jobs.unwrap_or(0);
     crate::analysis::estimate::check_fits("tune", &scenarios, RunOptions::metrics_only(), jobs, runs, args.force)?;
 
@@ -235,6 +239,17 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     let outcome = search(&ctx, options, &|| bar.inc(1))?;
     let mut assessor = Assessor::new(&ctx, &exp.path);
     let (outcome, judged, choice) = settle(&ctx, options, outcome, &mut assessor, &|| bar.inc(1))?;
+    let confirmation = match &choice {
+        Some(c) => Some(crate::analysis::tune::confirm::confirm(
+            &ctx,
+            &outcome.evaluated,
+            &judged,
+            c.winner,
+            (options.seed, options.replications),
+            &|| bar.inc(1),
+        )?),
+        None => None,
+    };
     bar.finish_and_clear();
     let evaluated = outcome.evaluated;
     let mut assessed = HashMap::new();
@@ -253,9 +268,15 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
         choice: choice.as_ref(),
         assessed: &assessed,
         front: pareto(&evaluated, &judged),
-        runs: outcome.runs + ctx.scenarios.iter().map(|s| s.replications as u64).sum::<u64>(),
+        runs: outcome.runs
+            + ctx.scenarios.iter().map(|s| s.replications as u64).sum::<u64>()
+            + confirmation.as_ref().map_or(0, |c| {
+                let per = |s: &crate::analysis::tune::ScenarioInfo| c.replications.unwrap_or(s.replications) as u64;
+                (1 + c.runner_up.is_some() as u64) * ctx.scenarios.iter().map(per).sum::<u64>()
+            }),
         emitted: Vec::new(),
         chart: None,
+        confirmation: confirmation.as_ref(),
     };
     if report.choice.is_some() {
         report.emitted = emit_policies(&emit, &ctx, &exp, &inputs, &report)?;

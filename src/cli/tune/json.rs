@@ -154,6 +154,23 @@ pub fn report(r: &Report) -> Value {
     } else {
         None
     };
+    let confirmation = r.confirmation.map(|c| {
+        let metrics = |m: &[(String, Summary)]| -> Value {
+            Value::Object(m.iter().map(|(k, s)| (k.clone(), difference(s))).collect())
+        };
+        json!({
+            "seeds": { "experiment.seed": c.seed, "replications": c.replications },
+            "winner": metrics(&c.winner_metrics),
+            "winner_feasible": c.winner_judged.feasible,
+            "runner_up": c.runner_up.map(|i| {
+                let mut o = metrics(&c.runner_up_metrics);
+                o["candidate"] = values(r, &r.evaluated[i].candidate);
+                o
+            }),
+            "difference": metrics(&c.difference),
+            "still_wins": c.still_wins,
+        })
+    });
     json!({
         "schema": "retrysim.tune/1",
         "experiment": spec.file,
@@ -166,6 +183,7 @@ pub fn report(r: &Report) -> Value {
             "runs": r.runs,
         },
         "winner": winner,
+        "confirmation": confirmation,
         "ties": ties,
         "front": r.front.iter().map(|&i| candidate(r, i)).collect::<Vec<_>>(),
         "scenarios": scenarios,

@@ -11,6 +11,43 @@ pub fn num(x: Option<f64>) -> String {
     x.map_or_else(|| "—".into(), |x| format!("{x:.4}"))
 }
 
+/// The winner and the runner-up on fresh seeds, and whether the winner still wins.
+fn confirmation_text(r: &Report, c: &crate::analysis::tune::confirm::Confirmation) -> String {
+    let spec = r.ctx.spec;
+    let ms = |m: &[(String, Summary)], k: &str| {
+        m.iter().find(|(n, _)| n == k).map_or("—".to_string(), |(_, s)| match (s.mean, s.half_width()) {
+            (Some(x), Some(h)) => format!("{x:.4} ±{h:.4}"),
+            (Some(x), None) => format!("{x:.4}"),
+            _ => "—".into(),
+        })
+    };
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "  confirmed on fresh seeds (experiment.seed = {}, as many replications as the search ran), against the search's winner's curse:",
+        c.seed
+    );
+    let _ = writeln!(t, "    worst-case {}: winner {}", spec.objective, ms(&c.winner_metrics, &spec.objective));
+    if let Some(ru) = c.runner_up {
+        let _ = writeln!(
+            t,
+            "    runner-up ({}): {}; difference {}",
+            r.evaluated[ru].candidate.label(spec),
+            ms(&c.runner_up_metrics, &spec.objective),
+            c.difference.first().map_or("—".into(), |(_, d)| format!("{} {}", signed(d.mean), interval(d)))
+        );
+    }
+    let verdict = if c.still_wins {
+        "the winner still wins: feasible, and not significantly worse than the runner-up".to_string()
+    } else if !c.winner_judged.feasible {
+        "the winner NO LONGER WINS: on fresh seeds it misses a constraint (more replications, or a margin on the constraints)".to_string()
+    } else {
+        "the winner NO LONGER WINS: on fresh seeds the runner-up is significantly better (its lead was luck of the search's seeds)".to_string()
+    };
+    let _ = writeln!(t, "    {verdict}");
+    t
+}
+
 /// The most ties listed in the text (all are in the JSON).
 const TIES_SHOWN: usize = 12;
 
@@ -147,6 +184,9 @@ pub fn report(r: &Report, elapsed: f64) -> String {
     );
     for ci in 0..spec.constraints.len() {
         let _ = writeln!(t, "{}", constraint_line(r, ci, w));
+    }
+    if let Some(c) = r.confirmation {
+        t.push_str(&confirmation_text(r, c));
     }
 
     let reps = r.ctx.scenarios.iter().map(|s| s.replications).min().unwrap_or(0);
