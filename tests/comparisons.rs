@@ -98,3 +98,71 @@ fn every_variant_is_compared_with_a_baseline_in_the_middle() {
         assert_eq!(d.summary.values, want, "variant {i}");
     }
 }
+
+/// When some replications recover and some do not, a variant's values are
+/// two outcomes, not one bell: its comparisons use a sign test, and the
+/// table says how the replications split.
+#[test]
+fn a_split_between_recovering_and_not_is_compared_by_a_sign_test() {
+    use retrysim::analysis::exact::sign_test_p;
+    use retrysim::output::summary::summarize_against;
+    // moonpool's slowdown (tests/sustaining_effects.rs): 850 ms tips about
+    // half of the replications into a storm.
+    let text = r#"
+[experiment]
+name = "split"
+duration = "40s"
+warmup = "5s"
+seed = 4
+replications = 20
+
+[[clients]]
+name = "grpc"
+rate = "50/s"
+target = "api"
+operation = "get"
+policy = { max_attempts = 4, per_try_timeout = "200ms", retry_on = ["timeout"] }
+
+[[operations]]
+name = "get"
+idempotent = true
+
+[[services]]
+name = "api"
+workers = 4
+service_time = { dist = "const", value = "25ms" }
+
+[network]
+latency = { dist = "const", value = "0ms" }
+
+[[faults]]
+name = "cpu"
+kind = "slowdown"
+target = "api"
+start = "10s"
+duration = "850ms"
+factor = 4.0
+
+[[variants]]
+name = "no retries"
+set = { "clients.grpc.policy.max_attempts" = 1 }
+
+[[variants]]
+name = "retries"
+set = {}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("split.toml");
+    std::fs::write(&path, text).unwrap();
+    let exp = load_experiment(&path, &[]).unwrap();
+    let set = run_all(&exp.variants, None, 0).unwrap();
+    let summaries = summarize_against(&set, 0);
+    let retries = &summaries[1];
+    assert!(retrysim::output::differences::split(retries), "the retrying variant should split");
+    let d = retries.difference("success_rate").unwrap();
+    let ups = d.summary.values.iter().flatten().filter(|x| **x > 0.0).count() as u64;
+    let downs = d.summary.values.iter().flatten().filter(|x| **x < 0.0).count() as u64;
+    assert_eq!(d.p, Some(sign_test_p(ups, downs)));
+    let table = retrysim::output::table::render_text(&summaries, 20, &[]);
+    assert!(table.contains("split outcomes: \"retries\" recovered in"), "{table}");
+}

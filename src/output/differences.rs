@@ -9,6 +9,8 @@
 //! - `recovered_fraction` (recovered or not, per replication): the exact
 //!   McNemar test, a sign test over the replications where one variant
 //!   recovered and the other did not.
+//! - any metric of a variant whose replications split between recovering
+//!   and not (the values are two outcomes, not one bell): a sign test.
 //! - `recovery_time_s`: a sign test over every replication on which
 //!   variant recovered first (a run that did not recover is later than
 //!   any that did); the difference shown is that of the Kaplan–Meier
@@ -41,6 +43,13 @@ impl Difference {
     pub fn significant(&self) -> bool {
         self.p_adjusted.or(self.p).is_some_and(|p| p < ALPHA)
     }
+}
+
+/// Whether the variant's replications split between two outcomes: some
+/// recovered and some did not.
+pub fn split(v: &VariantSummary) -> bool {
+    let values = v.metric("recovered_fraction").map(|s| s.values.as_slice()).unwrap_or_default();
+    values.contains(&Some(0.0)) && values.contains(&Some(1.0))
 }
 
 /// Every pair of a variant's and the baseline's values: `b` the baseline's.
@@ -88,7 +97,16 @@ fn difference(k: &str, base: &VariantSummary, v: &VariantSummary) -> Difference 
         }
         _ => {
             let diffs: Vec<f64> = pairs(&b, &x).into_iter().map(|(a, c)| c - a).collect();
-            paired_t_p(&diffs)
+            if split(base) || split(v) {
+                // Some replications recovered and some did not: the values
+                // come from two outcomes, not one bell; a sign test assumes
+                // nothing about their shape.
+                let up = diffs.iter().filter(|d| **d > 0.0).count() as u64;
+                let down = diffs.iter().filter(|d| **d < 0.0).count() as u64;
+                (!diffs.is_empty()).then(|| sign_test_p(up, down))
+            } else {
+                paired_t_p(&diffs)
+            }
         }
     };
     let summary = if k == "recovery_time_s" {

@@ -178,6 +178,21 @@ pub fn render_text(summaries: &[VariantSummary], replications: usize, show: &[St
             degraded.join("; ")
         ));
     }
+    let split: Vec<String> = summaries
+        .iter()
+        .filter(|v| super::differences::split(v))
+        .map(|v| {
+            let r = v.metric("recovered_fraction").map(|s| s.values.as_slice()).unwrap_or_default();
+            let k = r.iter().filter(|x| **x == Some(1.0)).count();
+            format!("\"{}\" recovered in {k} of {} replications", v.name, r.iter().flatten().count())
+        })
+        .collect();
+    if !split.is_empty() {
+        out.push_str(&format!(
+            "split outcomes: {}; a mean ± interval over such a mix describes neither outcome (comparisons with it use a sign test)\n",
+            split.join(", ")
+        ));
+    }
     if summaries.iter().any(|v| v.reason("recovered_fraction") == Some(crate::metrics::DISTURBANCE_TO_END)) {
         out.push_str("recovery —: the disturbance lasts to the end of the run, so there is no after to recover in\n");
     }
