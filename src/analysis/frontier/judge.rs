@@ -9,9 +9,8 @@
 //! the verdict: recovery (the same first window the full run would find:
 //! finished bins do not change), an unhealthy baseline, the horizon, or —
 //! early — a goodput ratio below half its baseline for `stop_collapsed` in
-//! a row after the trigger's end while the backlog is not draining (the
-//! requests waiting at the end of that stretch are at least 90% of those
-//! at its start).
+//! a row after the trigger's end while the backlog would not drain before
+//! the horizon at the pace it fell over that stretch.
 
 use super::Judging;
 use crate::config::Scenario;
@@ -56,7 +55,7 @@ pub fn judge(s: &Scenario, rep: u32, window: (Nanos, Nanos), judging: Judging) -
         }
         if judging.stop_collapsed > 0
             && clearly_collapsed(&goodput, &offered, s, start, end, low_bins)
-            && !draining(&world, (t / bin) as usize, low_bins)
+            && !drains_in_time(&world, (t / bin) as usize, low_bins, horizon_end.saturating_sub(t))
         {
             return (Verdict::Collapsed, world.events());
         }
@@ -64,15 +63,22 @@ pub fn judge(s: &Scenario, rep: u32, window: (Nanos, Nanos), judging: Judging) -
     }
 }
 
-/// Whether the backlog is going down: the mean number of requests waiting
-/// (over every service) in the last of the `window` bins before bin `bins`
-/// is below 90% of that in the first. A run with low goodput whose backlog
-/// drains is not judged early: it may still recover within the horizon.
-fn draining(world: &World, bins: usize, window: usize) -> bool {
+/// Whether the backlog could be gone before the horizon: the number of
+/// requests waiting (over every service) falls over the last `window`
+/// bins before bin `bins`, and at that pace reaches 0 within `left`. A
+/// slow drain near capacity takes minutes, and is not judged a collapse
+/// as long as it would finish in time; a backlog that holds or grows, or
+/// drains too slowly for the horizon, is.
+fn drains_in_time(world: &World, bins: usize, window: usize, left: Nanos) -> bool {
     let rows = world.series().rows();
     let queue = |b: usize| rows.get(b).map_or(0.0, |r| r.queue_area.iter().sum::<f64>());
     let (first, last) = (bins.saturating_sub(window), bins.saturating_sub(1));
-    queue(last) < 0.9 * queue(first)
+    let (q0, q1) = (queue(first), queue(last));
+    if q1 <= 0.0 {
+        return true;
+    }
+    let per_bin = (q0 - q1) / (last - first).max(1) as f64;
+    per_bin > 0.0 && q1 / per_bin * (world.series().bin() as f64) <= left as f64
 }
 
 /// Goodput and offered intents of the first `bins` bins.
