@@ -249,3 +249,69 @@ fn the_anatomy_of_a_boundary_collapse_names_abandoned_work_as_what_keeps_it_down
     // Cancelling abandoned attempts empties the queue of wasted work: it recovers.
     assert!(get("wasted_work")["recovered_after_s"].as_f64().is_some(), "{a:?}");
 }
+
+/// The bisection takes each replication's outcome to change once along the
+/// sizes. A spike's arrivals are thinned from the largest size's, so every
+/// size shares the same candidate arrivals and every intent its random
+/// numbers; on sample replications a full grid of sizes agrees with the
+/// bisection: every size below the threshold recovers, every size from it on
+/// does not. The curve of frontier.json is then the share of replications
+/// whose threshold is at or below each size.
+#[test]
+fn a_full_grid_of_sizes_agrees_with_the_bisection_on_sample_replications() {
+    use retrysim::analysis::frontier::{Judging, Threshold, Trigger, TriggerKind, Verdict, judge, search};
+    use retrysim::config::load_experiment;
+    let exp = load_experiment(Path::new(FRONTIER), &[]).unwrap();
+    let judging = Judging { horizon: 60_000_000_000, stop_collapsed: 15_000_000_000 };
+    let sizes: Vec<f64> = (0..9).map(|i| 1.0 + 0.5 * i as f64).collect();
+    let mut disagreements = Vec::new();
+    for variant in ["immediate retries", "shared retry budget", "LIFO queue"] {
+        let s = exp.variants.iter().find(|v| v.variant == variant).unwrap();
+        for rep in 0..2u32 {
+            let trigger = Trigger {
+                kind: TriggerKind::Spike,
+                target: 0,
+                at: 35_000_000_000,
+                length: 10_000_000_000,
+                size: 1.0,
+                ceiling: 5.0,
+            };
+            let found = search(s, trigger, &sizes, rep, judging);
+            let collapses: Vec<bool> = sizes
+                .iter()
+                .map(|&size| {
+                    let t = Trigger { size, ..trigger };
+                    judge(&t.apply(s, judging.horizon), rep, t.window(), judging).0 != Verdict::Recovered
+                })
+                .collect();
+            let threshold = found.threshold.value();
+            for (&size, &c) in sizes.iter().zip(&collapses) {
+                if c != (size >= threshold) {
+                    disagreements.push(format!("{variant} rep {rep} size {size}: grid {c}, threshold {threshold}"));
+                }
+            }
+            if let Threshold::At(t) = found.threshold {
+                assert!(sizes.contains(&t));
+            }
+        }
+    }
+    assert!(disagreements.is_empty(), "{disagreements:#?}");
+    // The curve in frontier.json.
+    let dir = tempfile::tempdir().unwrap();
+    let doc = frontier(
+        &[FRONTIER, "--trigger", "spike", "--size", "1..5:9", "--variant", "LIFO queue", "--replications", "4"],
+        dir.path(),
+    );
+    let row = &rows(&doc)[0];
+    let curve = row["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 9);
+    let thresholds: Vec<f64> =
+        row["thresholds"].as_array().unwrap().iter().map(|t| t.as_f64().unwrap_or(f64::INFINITY)).collect();
+    for p in curve {
+        let size = p["size"].as_f64().unwrap();
+        let k = thresholds.iter().filter(|&&t| t <= size).count() as f64;
+        assert_eq!(p["p_no_recovery"].as_f64().unwrap(), k / 4.0, "{p}");
+        let ci = p["ci95"].as_array().unwrap();
+        assert!(ci[0].as_f64().unwrap() <= k / 4.0 && k / 4.0 <= ci[1].as_f64().unwrap());
+    }
+}

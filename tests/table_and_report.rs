@@ -86,6 +86,10 @@ fn business_and_recovery_metrics_appear_when_they_have_something_to_say() {
     retrysim(&["report", out.to_str().unwrap(), "-q"]);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| orphans |") && md.contains("| recovered |"), "{md}");
+    // The report writes the same cells as the table: the Kaplan–Meier median
+    // with recovered/replications, the exact interval of the share.
+    assert!(md.contains(" (2/2) |") && md.contains("100.00% +0.00/-84.19"), "{md}");
+    assert!(table.contains(" (2/2)  ") && table.contains("100.00% +0.00/-84.19"), "{table}");
     assert!(md.contains("\"both layers retry\" left 9"), "the orphans are a finding: {md}");
 
     // No disturbance and no business anomaly: the headline columns only.

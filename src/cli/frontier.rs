@@ -234,7 +234,14 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
     let started = std::time::Instant::now();
     let one = |&(i, r): &(usize, u32)| {
         let (_, s, _, length) = &rows[i];
-        let trigger = Trigger { kind, target, at, length: length.map_or(0, from_secs_f64), size: kind.identity() };
+        let trigger = Trigger {
+            kind,
+            target,
+            at,
+            length: length.map_or(0, from_secs_f64),
+            size: kind.identity(),
+            ceiling: *sizes.last().expect("at least one size"),
+        };
         let found = search(s, trigger, &sizes, r, judging);
         bar.inc(1);
         found
@@ -262,7 +269,14 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
         let anatomy = match (anatomy_window, b.boundary) {
             (Some(window), Some(size)) if size > 0.0 => {
                 let rep = thresholds.iter().position(|t| t.value() == size).unwrap_or(0) as u32;
-                let trigger = Trigger { kind, target, at, length: length.map_or(0, from_secs_f64), size };
+                let trigger = Trigger {
+                    kind,
+                    target,
+                    at,
+                    length: length.map_or(0, from_secs_f64),
+                    size,
+                    ceiling: *sizes.last().expect("at least one size"),
+                };
                 let triggered = trigger.apply(s, horizon);
                 Some(crate::analysis::anatomy::anatomy(&triggered, rep, trigger.window().1, window))
             }
@@ -282,6 +296,7 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
             events: mine.iter().map(|f| f.events).sum(),
             sentence: sentence(&words, *load, utilization, *length, &b),
             anatomy,
+            curve: crate::output::frontier::curve(&sizes, &thresholds.iter().map(|t| t.value()).collect::<Vec<_>>()),
         });
     }
     let doc = FrontierDoc {

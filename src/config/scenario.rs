@@ -55,6 +55,14 @@ pub struct ClientSpec {
     pub edge: usize,
     /// The criticality its requests carry down the call graph.
     pub priority: Priority,
+    /// For an open-loop client: arrivals are made by thinning a Poisson
+    /// process of this schedule (a rate at least the client's own at every
+    /// time): a candidate at `t` becomes an intent with probability
+    /// rate(t) ÷ ceiling(t), drawn from its own number, and the intent
+    /// keeps the candidate's number. Runs whose schedules differ only
+    /// below one ceiling (a frontier's spike sizes) then share their
+    /// arrivals outside the difference and every intent's random numbers.
+    pub thinned_from: Option<RateSchedule>,
 }
 
 /// A request's criticality class (gRPC / Netflix criticality), carried

@@ -216,6 +216,7 @@ pub fn scenario(
             key_reuse_rate,
             edge: edges.len(),
             priority: hosts::priority(&v, c.priority.as_deref(), &f("priority"))?,
+            thinned_from: None,
         };
         if spec.stateful_instances() > 1_000_000 {
             return Err(v.err(&f("count"), format!("closed and burst clients, per-instance budgets and throttles (scope = \"client\") and circuit breakers keep state per instance: at most 1000000 instances, got {count}")));

@@ -73,6 +73,8 @@ mod purpose {
     pub const CACHE_WARM: u64 = 28;
     /// Vegas' probe jitter.
     pub const LIMIT_PROBE: u64 = 29;
+    /// Whether a candidate arrival of a thinned process becomes an intent.
+    pub const THIN: u64 = 30;
 }
 
 /// A call that fills no cache entry.

@@ -58,6 +58,40 @@ pub struct FrontierRow {
     /// With `--anatomy`: the boundary collapse continued from the trigger's
     /// end as it is and with each mechanism off (`null` otherwise).
     pub anatomy: Option<Vec<Continuation>>,
+    /// Per size tried: the share of replications that do not recover from
+    /// it, with its exact 95% interval (empty in a file of an earlier version).
+    #[serde(default)]
+    pub curve: Vec<CurvePoint>,
+}
+
+/// One size of a row's curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    pub size: f64,
+    /// Replications judged at this size.
+    pub runs: u32,
+    /// The share of them that do not recover.
+    pub p_no_recovery: f64,
+    /// Its exact (Clopper–Pearson) 95% interval.
+    pub ci95: [f64; 2],
+}
+
+/// The curve of a row: at each size, the replications whose threshold is
+/// at or below it do not recover. Under common random numbers (a spike's
+/// arrivals thinned from the largest size's, so every size shares them)
+/// each replication's outcome is taken to change once along the sizes; the
+/// tests check that a full grid of sizes agrees with the bisection on
+/// sample replications.
+pub fn curve(sizes: &[f64], thresholds: &[f64]) -> Vec<CurvePoint> {
+    let n = thresholds.len() as u64;
+    sizes
+        .iter()
+        .map(|&size| {
+            let k = thresholds.iter().filter(|&&t| t <= size).count() as u64;
+            let (lo, hi) = crate::analysis::exact::clopper_pearson(k, n).unwrap_or((0.0, 1.0));
+            CurvePoint { size, runs: n as u32, p_no_recovery: k as f64 / n.max(1) as f64, ci95: [lo, hi] }
+        })
+        .collect()
 }
 
 /// The anatomy of a row in words: which switch breaks the loop.

@@ -21,10 +21,13 @@ fn mean(v: &Value) -> Option<f64> {
     v.get("mean").and_then(Value::as_f64)
 }
 
-/// A metric object of summary.json as a [`Summary`] (its interval, no values).
+/// A metric object of summary.json as a [`Summary`]: its mean, interval
+/// and per-replication values (the cells of recovery, of the yes/no
+/// metrics and of counts that were all 0 are written from the values).
 pub(crate) fn as_summary(m: &Value) -> Summary {
     let ci = m.get("ci95").and_then(|c| Some((c.get(0)?.as_f64()?, c.get(1)?.as_f64()?)));
-    Summary { mean: mean(m), ci95: ci, values: Vec::new() }
+    let values = m.get("values").and_then(Value::as_array).map(|a| a.iter().map(Value::as_f64).collect());
+    Summary { mean: mean(m), ci95: ci, values: values.unwrap_or_default() }
 }
 
 /// Which variants of summary.json have what, for the column choice.

@@ -77,6 +77,7 @@ pub fn cell(s: Option<&Summary>, reason: Option<&str>, style: Style) -> String {
     if style == Style::Count
         && let Some(s) = s
         && s.mean == Some(0.0)
+        && !s.values.is_empty()
         && s.values.iter().all(|v| *v == Some(0.0))
     {
         // No event in n runs: the rule of three bounds the mean per run.

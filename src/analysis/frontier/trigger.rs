@@ -82,6 +82,10 @@ pub struct Trigger {
     /// Ignored by an outage (its size is its length).
     pub length: Nanos,
     pub size: f64,
+    /// The largest size of the search: a spike's arrivals are made by
+    /// thinning the arrivals of a spike this large, so that every size
+    /// shares the same candidate arrivals and every intent its numbers.
+    pub ceiling: f64,
 }
 
 impl Trigger {
@@ -111,7 +115,9 @@ impl Trigger {
             TriggerKind::Spike => {
                 for c in &mut s.clients {
                     if let ClientMode::Open(schedule) = &mut c.mode {
+                        let ceiling = spiked(schedule, start, end, self.ceiling.max(self.size));
                         *schedule = spiked(schedule, start, end, self.size);
+                        c.thinned_from = Some(ceiling);
                     }
                 }
             }

@@ -5,7 +5,7 @@ use super::caller::Guard;
 use super::*;
 use crate::config::ClientMode;
 
-impl World<'_> {
+impl<'s> World<'s> {
     /// Schedules the first arrivals of client class `c`.
     pub(super) fn schedule_first_arrivals(&mut self, c: usize) {
         let spec = &self.s.clients[c];
@@ -42,6 +42,9 @@ impl World<'_> {
         let ClientMode::Open(schedule) = &self.s.clients[c].mode else {
             return;
         };
+        if let Some(ceiling) = &self.s.clients[c].thinned_from {
+            return self.schedule_next_thinned_arrival(c, from, schedule, ceiling);
+        }
         let mut t = from;
         loop {
             let (rate, next_change) = schedule.rate_at(t);
@@ -54,6 +57,46 @@ impl World<'_> {
                         self.q.schedule_at(at, Event::Arrival { client: c as u32, instance: OPEN });
                     }
                     return;
+                }
+            }
+            match next_change {
+                Some(nc) if nc < self.s.duration => t = nc,
+                _ => return,
+            }
+        }
+    }
+
+    /// The next arrival of a thinned client: candidates of the `ceiling`
+    /// process, each kept with probability rate ÷ ceiling at its time; the
+    /// intent takes the kept candidate's number.
+    fn schedule_next_thinned_arrival(
+        &mut self,
+        c: usize,
+        from: Nanos,
+        schedule: &'s crate::config::RateSchedule,
+        ceiling: &'s crate::config::RateSchedule,
+    ) {
+        let mut t = from;
+        let mut candidate = self.clients[c].next_seq;
+        loop {
+            let (top, next_change) = ceiling.rate_at(t);
+            let r = top * self.s.load_scale;
+            if r > 0.0 {
+                let gap = -self.clients[c].arrivals.unit().ln() / r;
+                let at = t.saturating_add(from_secs_f64(gap));
+                if next_change.is_none_or(|nc| at < nc) {
+                    if at >= self.s.duration {
+                        return;
+                    }
+                    let keep = schedule.rate_at(at).0 / top;
+                    if keep >= 1.0 || self.rng.unit(&[purpose::THIN, c as u64, candidate]) < keep {
+                        self.clients[c].next_seq = candidate;
+                        self.q.schedule_at(at, Event::Arrival { client: c as u32, instance: OPEN });
+                        return;
+                    }
+                    candidate += 1;
+                    t = at;
+                    continue;
                 }
             }
             match next_change {
