@@ -6,6 +6,11 @@ use super::graph::{Keyed, UnsafeRetry};
 use super::*;
 use crate::config::Caller;
 
+/// `1 time`, `3 times`.
+fn times(n: u32) -> String {
+    if n == 1 { "1 time".into() } else { format!("{n} times") }
+}
+
 impl Graph<'_> {
     /// The rules about one edge's policy.
     pub(super) fn edge_rules(&self, out: &mut Vec<Finding>) {
@@ -67,8 +72,8 @@ impl Graph<'_> {
                         e,
                         "backoff.jitter",
                         format!(
-                            "{loc} has {count} instances retrying up to {} times with {} backoff and no jitter: instances that fail together retry together, in synchronized waves",
-                            n - 1,
+                            "{loc} has {count} instances retrying up to {} with {} backoff and no jitter: instances that fail together retry together, in synchronized waves",
+                            times(n - 1),
                             backoff_kind(p)
                         ),
                         "use capped exponential backoff with jitter: [backoff] kind = \"exponential\", jitter = \"full\"".into(),
@@ -83,8 +88,8 @@ impl Graph<'_> {
                     e,
                     "budget",
                     format!(
-                        "{loc} retries up to {} times with no retry budget: while {callee} fails, every intent makes {n} attempts ({n}x the load on a struggling service)",
-                        n - 1
+                        "{loc} retries up to {} with no retry budget: while {callee} fails, every intent makes {n} attempts ({n}x the load on a struggling service)",
+                        times(n - 1)
                     ),
                     "add a [budget], e.g. kind = \"token_bucket\" (gRPC retry throttling) or kind = \"ratio\" with ratio = 0.1".into(),
                 ));

@@ -167,23 +167,29 @@ fn plural(n: usize, word: &str) -> String {
 /// Why `w` is preferred to `o` (given `w.key() <= o.key()`); `objective`
 /// names the metric and gives both worst cases.
 fn why_preferred(w: &Assessment, o: &Assessment, objective: (&str, Option<f64>, Option<f64>)) -> String {
+    // "That one" is the other candidate, so that no sentence reads as if
+    // the winner had the fault.
     if o.errors != w.errors {
-        format!("it has more lint errors ({} against {})", o.errors, w.errors)
+        format!("that one has more lint errors ({} against the winner's {})", o.errors, w.errors)
     } else if o.warnings != w.warnings {
-        format!("it has more lint warnings ({} against {})", o.warnings, w.warnings)
+        format!("that one has more lint warnings ({} against the winner's {})", o.warnings, w.warnings)
     } else if o.attempts != w.attempts {
-        format!("it allows more attempts ({} against {})", o.attempts, w.attempts)
+        format!("that one allows more attempts ({} against the winner's {})", o.attempts, w.attempts)
     } else if o.unjittered != w.unjittered {
-        "it retries without jitter".into()
+        "that one retries without jitter".into()
     } else if o.unbudgeted != w.unbudgeted {
-        "it retries without a budget".into()
+        "that one retries without a budget".into()
     } else {
         let (metric, wv, ov) = objective;
         if wv == ov {
-            format!("it is as gentle with the same worst-case {metric}, and was evaluated later")
+            format!("that one is as gentle with the same worst-case {metric}, and was evaluated later")
         } else {
             let n = |x: Option<f64>| x.map_or_else(|| "—".into(), |x| format!("{x:.4}"));
-            format!("it is as gentle, with a worse worst-case {metric} ({} against {})", n(ov), n(wv))
+            format!(
+                "that one is as gentle, with a worse worst-case {metric} ({} against the winner's {})",
+                n(ov),
+                n(wv)
+            )
         }
     }
 }
