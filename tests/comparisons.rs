@@ -166,3 +166,43 @@ set = {}
     let table = retrysim::output::table::render_text(&summaries, 20, &[]);
     assert!(table.contains("split outcomes: \"retries\" recovered in"), "{table}");
 }
+
+/// `[experiment] equivalence`: "n.s." says no difference was found at this
+/// n, not that there is none; with a margin, two one-sided tests show a
+/// difference inside it (≈) or do not.
+#[test]
+fn an_equivalence_margin_tells_no_difference_from_not_enough_runs() {
+    use retrysim::output::summary::summarize_against;
+    let sets = |m: &str| vec![format!("experiment.equivalence.success_rate=\"{m}\"")];
+    // Immediate retries do not change quickstart's success much (+0.2 points):
+    // inside 1 point they are equivalent to no retries; backoff (+4 points) is not.
+    let exp = quickstart(&sets("1pp"));
+    let set = run_all(&exp.variants, Some(8), 0).unwrap();
+    let summaries = summarize_against(&set, 0);
+    let eq = |i: usize| summaries[i].difference("success_rate").and_then(|d| d.equivalence).unwrap();
+    assert!(eq(1).equivalent(), "{:?}", eq(1));
+    assert!((eq(1).margin - 0.01).abs() < 1e-12);
+    assert!(!eq(2).equivalent(), "{:?}", eq(2));
+    // The test inverts the 90% interval: a margin just above its reach is
+    // equivalent, just below it is not.
+    let d = summaries[1].difference("success_rate").unwrap();
+    let diffs: Vec<f64> = d.summary.values.iter().map(|x| x.unwrap()).collect();
+    let n = diffs.len() as f64;
+    let mean = diffs.iter().sum::<f64>() / n;
+    let sd = (diffs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let reach = mean.abs() + retrysim::analysis::stats::t_quantile(0.90, n - 1.0) * sd / n.sqrt();
+    for (scale, want) in [(1.01, true), (0.99, false)] {
+        let exp = quickstart(&sets(&format!("{}pp", reach * scale * 100.0)));
+        let s = summarize_against(&run_all(&exp.variants, Some(8), 0).unwrap(), 0);
+        let e = s[1].difference("success_rate").and_then(|d| d.equivalence).unwrap();
+        assert_eq!(e.equivalent(), want, "margin {} of reach {reach}: {e:?}", reach * scale);
+    }
+    // Points are for shares only; a bad margin names the field.
+    let bad = load_experiment(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/quickstart.toml"),
+        &["experiment.equivalence.latency_p99_s=\"2pp\"".to_string()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("experiment.equivalence.latency_p99_s") && bad.contains("not one"), "{bad}");
+}

@@ -237,7 +237,12 @@ fn the_anatomy_of_a_boundary_collapse_names_abandoned_work_as_what_keeps_it_down
         dir.path(),
     );
     let row = &rows(&doc)[0];
-    assert_eq!(row["boundary"].as_f64(), Some(1.5), "{row}");
+    // Half the replications stop recovering between 1.25x and 1.5x: the grid
+    // says 1.5x, the fitted crossing lies inside that cell.
+    assert_eq!(row["median_threshold"].as_f64(), Some(1.5), "{row}");
+    let b = row["boundary"].as_f64().unwrap();
+    assert!(b > 1.25 && b <= 1.5, "{row}");
+    assert_eq!(row["grid_step"].as_f64(), Some(0.25), "{row}");
     let a = row["anatomy"].as_array().expect("anatomy");
     let get = |m: &str| a.iter().find(|c| c["switched_off"] == m).unwrap_or_else(|| panic!("{m}: {a:?}"));
     let as_is = a.iter().find(|c| c["switched_off"].is_null()).unwrap();

@@ -201,6 +201,9 @@ fn the_time_estimate_is_within_a_small_factor_of_the_events_of_the_shipped_exper
     let mut ratios = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
         let exp = load_experiment(&path, &[]).unwrap();
         for v in &exp.variants {
             let events = simulate_with(v, 0, RunOptions::metrics_only()).events as f64;

@@ -218,3 +218,46 @@ fn no_value_for_the_objective_anywhere_is_exit_1_not_a_crash() {
     assert_eq!(code, 1, "{err}");
     assert!(j["winner"].is_null() && j["closest"].is_null());
 }
+
+/// The winner's curse, caught: with a limit at the winner's own bound on
+/// the search's seeds, the fresh seeds (other numbers, same candidate) put
+/// it over the limit, and `tune` says the winner no longer wins, and why.
+#[test]
+fn a_winner_that_misses_a_constraint_on_fresh_seeds_no_longer_wins() {
+    let tmp = tempfile::tempdir().unwrap();
+    let space = "max_attempts = [2, 3]";
+    let args = ["--replications", "2", "--seed", "2"];
+    let (code, first, _) = tune_json(&tune_sdk(tmp.path(), space, None), tmp.path(), &args);
+    assert_eq!(code, 0);
+    // Constraints are judged on the interval's bound on the worst scenario.
+    let bound = first["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["metrics"]["amplification"]["winner"]["ci95"][1].as_f64().unwrap())
+        .fold(f64::MIN, f64::max);
+    let limits = format!("[\"amplification <= {bound:?}\", \"latency_p99_s <= 3.0\", \"duplicate_intents == 0\"]");
+    let path = tune_sdk(tmp.path(), space, Some(&limits));
+    let (code, j, _) = tune_json(&path, tmp.path(), &args);
+    assert_eq!(code, 0);
+    // The same winner, feasible on the search's seeds (right at its limit) ...
+    assert_eq!(j["winner"]["values"], first["winner"]["values"]);
+    let c = &j["confirmation"];
+    // ... and over it on fresh ones.
+    assert_eq!(c["winner_feasible"], false, "{c}");
+    assert_eq!(c["still_wins"], false, "{c}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .arg("tune")
+        .arg(&path)
+        .args(["-q", "--no-plots", "--out"])
+        .arg(tmp.path().join("text"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("the winner NO LONGER WINS: on fresh seeds it misses amplification <= {bound:?}")),
+        "{text}"
+    );
+    assert!(text.contains("2 replications per scenario"), "{text}");
+}

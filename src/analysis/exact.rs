@@ -44,6 +44,27 @@ pub fn paired_t_p(diffs: &[f64]) -> Option<f64> {
     Some((2.0 * (1.0 - dist.cdf(t.abs()))).clamp(0.0, 1.0))
 }
 
+/// The p-value of two one-sided paired t tests (TOST, Schuirmann 1987)
+/// that the mean difference lies inside (−margin, +margin): below 0.05
+/// exactly when the 90% t interval of the mean lies inside the margin.
+/// `None` with fewer than two differences or a margin that is not positive.
+pub fn tost_p(diffs: &[f64], margin: f64) -> Option<f64> {
+    let n = diffs.len();
+    if n < 2 || margin.is_nan() || margin <= 0.0 {
+        return None;
+    }
+    let mean = diffs.iter().sum::<f64>() / n as f64;
+    let var = diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    if var <= 1e-24 * (1.0 + mean * mean) {
+        return Some(if mean.abs() < margin { 0.0 } else { 1.0 });
+    }
+    let se = (var / n as f64).sqrt();
+    let dist = StudentsT::new(0.0, 1.0, (n - 1) as f64).ok()?;
+    let above_lower = 1.0 - dist.cdf((mean + margin) / se);
+    let below_upper = dist.cdf((mean - margin) / se);
+    Some(above_lower.max(below_upper).clamp(0.0, 1.0))
+}
+
 /// Two-sided p-value of the sign test: `plus` pairs one way, `minus` the
 /// other (ties left out), under Binomial(plus + minus, 1/2). 1 without a
 /// pair that differs.
@@ -130,5 +151,23 @@ mod tests {
         // Entries outside the family stay out; the rest is a family of 2.
         assert_eq!(holm(&[None, Some(0.02), Some(0.5)]), vec![None, Some(0.04), Some(0.5)]);
         assert_eq!(holm(&[Some(0.9), Some(0.8)]), vec![Some(1.0), Some(1.0)]);
+    }
+
+    #[test]
+    fn tost_matches_the_t_distribution_with_two_degrees_of_freedom() {
+        // diffs 1, 2, 3: mean 2, se 1/sqrt(3); margin 3: the upper test has
+        // t = -sqrt(3), and with 2 df P(T <= t) = 1/2 + t / (2 sqrt(2 + t^2)).
+        let p = tost_p(&[1.0, 2.0, 3.0], 3.0).unwrap();
+        let t = -(3f64.sqrt());
+        assert!((p - (0.5 + t / (2.0 * (2.0 + t * t).sqrt()))).abs() < 1e-9, "{p}");
+        // Equivalent at 5% exactly when the 90% interval is inside the margin.
+        let d = [0.3, -0.2, 0.5, 0.1, 0.0, 0.4, -0.1, 0.2];
+        let n = d.len() as f64;
+        let mean = d.iter().sum::<f64>() / n;
+        let sd = (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let reach = mean.abs() + crate::analysis::stats::t_quantile(0.90, n - 1.0) * sd / n.sqrt();
+        assert!(tost_p(&d, reach * 1.001).unwrap() < 0.05);
+        assert!(tost_p(&d, reach * 0.999).unwrap() > 0.05);
+        assert_eq!(tost_p(&d, 0.0), None);
     }
 }

@@ -7,12 +7,14 @@
 //! service demands and jitter at every size (DESIGN §4), so its outcome
 //! changes with the size only through the trigger, and its own threshold
 //! (the smallest listed size it does not recover from) is well defined.
-//! The boundary is the median of the replications' thresholds — the
-//! smallest size at which at least half do not recover — and its 95%
-//! interval the distribution-free interval of a median from order
-//! statistics. Every run stops as soon as its verdict is known
+//! The boundary is where P(no recovery | size) crosses ½ on a logistic
+//! curve fitted to the replications' thresholds ([`fit`]), with its
+//! profile-likelihood interval; the grid's own answer (the smallest listed
+//! size at which at least half do not recover, the median threshold) is
+//! kept beside it, and used when no curve can be fitted. Every run stops as soon as its verdict is known
 //! ([`judge`]): at recovery, or once it has clearly collapsed.
 
+pub mod fit;
 pub mod judge;
 pub mod trigger;
 
@@ -101,15 +103,23 @@ pub fn search(base: &Scenario, trigger: Trigger, sizes: &[f64], rep: u32, judgin
     Search { threshold: Threshold::At(sizes[hi]), runs, events }
 }
 
-/// The boundary of a set of replications' thresholds: the smallest size at
-/// which at least half of them do not recover, and its 95% interval.
+/// The boundary of a set of replications' thresholds and its 95% interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Boundary {
-    /// `None` when at least half recover from every size tried.
+    /// Where the fitted P(no recovery) crosses ½; the median threshold when
+    /// no curve can be fitted. `None` when at least half recover from every
+    /// size tried, 0 when at least half do not recover even without a trigger.
     pub boundary: Option<f64>,
     /// `None` when the interval's end is beyond the sizes tried.
     pub lo: Option<f64>,
     pub hi: Option<f64>,
+    /// The smallest listed size at which at least half do not recover.
+    pub median_threshold: Option<f64>,
+    /// The spacing of the listed sizes around the boundary (the resolution
+    /// of what the grid can say).
+    pub grid_step: Option<f64>,
+    /// The fitted logistic scale, when a curve was fitted.
+    pub scale: Option<f64>,
 }
 
 /// The 1-based ranks (j, k) of the order statistics bounding a median of
@@ -132,21 +142,47 @@ pub fn median_ranks(n: usize) -> (usize, usize) {
     (j, n + 1 - j)
 }
 
-/// The boundary of replications' thresholds (see [`Boundary`]).
-pub fn boundary(thresholds: &[Threshold]) -> Boundary {
+/// The boundary of replications' thresholds found over `sizes` (ascending;
+/// `identity` is the size that means no trigger; see [`Boundary`]).
+pub fn boundary(thresholds: &[Threshold], sizes: &[f64], identity: f64) -> Boundary {
+    let grid = median_boundary(thresholds);
+    let step = |b: f64| {
+        let below = sizes.iter().copied().rev().find(|&x| x < b).or((identity < b).then_some(identity));
+        let above = sizes.iter().copied().find(|&x| x >= b);
+        below.zip(above).map(|(l, u)| u - l)
+    };
+    match grid.boundary {
+        Some(m) if m > 0.0 => match fit::logistic(thresholds, sizes, identity) {
+            Some(f) => Boundary {
+                boundary: Some(f.boundary),
+                lo: Some(f.lo),
+                hi: f.hi,
+                grid_step: step(f.boundary),
+                scale: Some(f.scale),
+                ..grid
+            },
+            None => Boundary { grid_step: step(m), ..grid },
+        },
+        _ => grid,
+    }
+}
+
+/// The median threshold and its distribution-free interval from order statistics.
+fn median_boundary(thresholds: &[Threshold]) -> Boundary {
     let mut v: Vec<f64> = thresholds.iter().map(|t| t.value()).collect();
     v.sort_by(f64::total_cmp);
     let n = v.len();
+    let none = Boundary { boundary: None, lo: None, hi: None, median_threshold: None, grid_step: None, scale: None };
     if n == 0 {
-        return Boundary { boundary: None, lo: None, hi: None };
+        return none;
     }
     let finite = |x: f64| x.is_finite().then_some(x);
     // The smallest size at which at least half (ceil(n/2)) do not recover.
-    let median = v[n.div_ceil(2) - 1];
+    let median = finite(v[n.div_ceil(2) - 1]);
     let (j, k) = median_ranks(n);
     let lo = if j == 0 { Some(0.0) } else { finite(v[j - 1]) };
     let hi = if k > n { None } else { finite(v[k - 1]) };
-    Boundary { boundary: finite(median), lo, hi }
+    Boundary { boundary: median, lo, hi, median_threshold: median, ..none }
 }
 
 #[cfg(test)]
@@ -165,15 +201,39 @@ mod tests {
     }
 
     #[test]
-    fn the_boundary_is_where_half_do_not_recover() {
+    fn the_grid_boundary_is_where_half_do_not_recover() {
         let t = |x: f64| Threshold::At(x);
-        let b = boundary(&[t(2.0), t(1.0), t(3.0), Threshold::Never, t(1.5), t(2.5), t(1.2), t(2.2), t(1.8), t(2.8)]);
+        let b = median_boundary(&[
+            t(2.0),
+            t(1.0),
+            t(3.0),
+            Threshold::Never,
+            t(1.5),
+            t(2.5),
+            t(1.2),
+            t(2.2),
+            t(1.8),
+            t(2.8),
+        ]);
         // Sorted: 1, 1.2, 1.5, 1.8, 2, 2.2, 2.5, 2.8, 3, inf: 5th = 2.
         assert_eq!(b.boundary, Some(2.0));
         assert_eq!((b.lo, b.hi), (Some(1.2), Some(3.0)));
-        let never = boundary(&[Threshold::Never, Threshold::Never, t(1.0)]);
+        let sizes = [1.5, 2.0, 4.0];
+        let never = boundary(&[Threshold::Never, Threshold::Never, t(1.5)], &sizes, 1.0);
         assert_eq!(never.boundary, None);
-        let zero = boundary(&[Threshold::Zero, Threshold::Zero, Threshold::Zero, t(4.0)]);
+        let zero = boundary(&[Threshold::Zero, Threshold::Zero, Threshold::Zero, t(4.0)], &sizes, 1.0);
         assert_eq!(zero.boundary, Some(0.0));
+    }
+
+    #[test]
+    fn the_fitted_boundary_lies_in_the_grid_cell_where_half_stop_recovering() {
+        let t = |x: f64| Threshold::At(x);
+        let sizes = [1.5, 2.0, 2.5, 3.0, 3.5];
+        let b = boundary(&[t(2.0), t(2.5), t(2.5), t(3.0), t(2.5), t(3.0), Threshold::Never, t(2.0)], &sizes, 1.0);
+        assert_eq!(b.median_threshold, Some(2.5));
+        let x = b.boundary.unwrap();
+        assert!(x > 2.0 && x <= 2.6, "{b:?}");
+        assert!(b.lo.unwrap() < x && b.hi.unwrap() > x, "{b:?}");
+        assert_eq!(b.grid_step, Some(0.5));
     }
 }

@@ -263,10 +263,10 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
     for (i, (index, s, load, length)) in rows.iter().enumerate() {
         let mine = &found[i * reps as usize..(i + 1) * reps as usize];
         let thresholds: Vec<Threshold> = mine.iter().map(|f| f.threshold).collect();
-        let b = boundary(&thresholds);
+        let b = boundary(&thresholds, &sizes, kind.identity());
         let utilization = utilization(s, target);
         // The anatomy of the collapse at the boundary, in the median replication.
-        let anatomy = match (anatomy_window, b.boundary) {
+        let anatomy = match (anatomy_window, b.median_threshold) {
             (Some(window), Some(size)) if size > 0.0 => {
                 let rep = thresholds.iter().position(|t| t.value() == size).unwrap_or(0) as u32;
                 let trigger = Trigger {
@@ -291,6 +291,8 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
             boundary: b.boundary,
             boundary_lo: b.lo,
             boundary_hi: b.hi,
+            median_threshold: b.median_threshold,
+            grid_step: b.grid_step,
             thresholds: thresholds.iter().map(|t| Some(t.value()).filter(|x| x.is_finite())).collect(),
             runs: mine.iter().map(|f| u64::from(f.runs)).sum(),
             events: mine.iter().map(|f| f.events).sum(),

@@ -271,8 +271,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
         runs: outcome.runs
             + ctx.scenarios.iter().map(|s| s.replications as u64).sum::<u64>()
             + confirmation.as_ref().map_or(0, |c| {
-                let per = |s: &crate::analysis::tune::ScenarioInfo| c.replications.unwrap_or(s.replications) as u64;
-                (1 + c.runner_up.is_some() as u64) * ctx.scenarios.iter().map(per).sum::<u64>()
+                (1 + c.runner_up.is_some() as u64) * c.replications.iter().map(|&n| u64::from(n)).sum::<u64>()
             }),
         emitted: Vec::new(),
         chart: None,

@@ -41,6 +41,8 @@ pub struct ExperimentTableRaw {
     pub drain_limit: Option<String>,
     /// Extra metrics for the table and the report.
     pub show: Option<Vec<String>>,
+    /// Equivalence margins of the vs-baseline comparisons, by metric.
+    pub equivalence: Option<toml::Table>,
 }
 
 /// `[[clients]]`.

@@ -26,6 +26,9 @@ pub struct Scenario {
     pub drain_limit: Nanos,
     /// `[experiment] show`: extra metrics for the table and the report.
     pub show: Vec<String>,
+    /// `[experiment] equivalence`: per metric, the margin within which a
+    /// variant's difference to the baseline counts as no difference.
+    pub equivalence: Vec<(String, Margin)>,
     pub clients: Vec<ClientSpec>,
     pub operations: Vec<OperationSpec>,
     pub services: Vec<ServiceSpec>,
@@ -35,6 +38,26 @@ pub struct Scenario {
     pub edges: Vec<EdgeSpec>,
     /// Side-effect kinds named by services' `commits`, in order of appearance.
     pub effect_kinds: Vec<String>,
+}
+
+/// An equivalence margin: how large a difference to the baseline still
+/// counts as none.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Margin {
+    /// In the metric's own unit (seconds, a share as a fraction, a count).
+    Absolute(f64),
+    /// A share of the baseline's mean (`"5%"`).
+    Relative(f64),
+}
+
+impl Margin {
+    /// The margin in the metric's unit, given the baseline's mean.
+    pub fn of(self, baseline_mean: f64) -> f64 {
+        match self {
+            Margin::Absolute(m) => m,
+            Margin::Relative(r) => r * baseline_mean.abs(),
+        }
+    }
 }
 
 /// A client class.

@@ -69,6 +69,7 @@ pub fn scenario(
             ));
         }
     }
+    let equivalence = equivalence_margins(&v, e.equivalence.as_ref())?;
 
     let latency = match raw.network.as_ref().and_then(|n| n.latency.as_ref()) {
         Some(d) => v.dist("network.latency", d)?,
@@ -246,6 +247,7 @@ pub fn scenario(
         load_scale,
         drain_limit,
         show,
+        equivalence,
         clients,
         operations,
         services,
@@ -253,6 +255,54 @@ pub fn scenario(
         edges,
         effect_kinds,
     })
+}
+
+/// `[experiment] equivalence`: `metric = "0.5pp"` (points of a share),
+/// `"5%"` (of the baseline's mean) or a number in the metric's own unit.
+fn equivalence_margins(v: &V, table: Option<&toml::Table>) -> InputResult<Vec<(String, Margin)>> {
+    let mut out = Vec::new();
+    for (metric, value) in table.into_iter().flatten() {
+        let field = format!("experiment.equivalence.{metric}");
+        if !crate::metrics::METRICS.contains(&metric.as_str()) {
+            return Err(
+                v.err(&field, format!("unknown metric \"{metric}\"; allowed: {}", crate::metrics::METRICS.join(", ")))
+            );
+        }
+        let share = crate::analysis::stats::Range::of(metric) == crate::analysis::stats::Range::Share;
+        let bad = |why: &str| {
+            v.err(
+                &field,
+                format!(
+                    "{why}; allowed: a positive number in the metric's unit, \"N%\" of the baseline's mean{}",
+                    if share { ", or \"Npp\" (points)" } else { "" }
+                ),
+            )
+        };
+        let number = |s: &str| s.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0);
+        let margin = match value {
+            toml::Value::Float(x) if x.is_finite() && *x > 0.0 => Margin::Absolute(*x),
+            toml::Value::Integer(n) if *n > 0 => Margin::Absolute(*n as f64),
+            toml::Value::String(s) => {
+                if let Some(p) = s.strip_suffix("pp") {
+                    if !share {
+                        return Err(bad(&format!("\"{s}\": points (pp) are for shares, and {metric} is not one")));
+                    }
+                    Margin::Absolute(
+                        number(p).ok_or_else(|| bad(&format!("\"{s}\" is not a positive number of points")))? / 100.0,
+                    )
+                } else if let Some(p) = s.strip_suffix('%') {
+                    Margin::Relative(
+                        number(p).ok_or_else(|| bad(&format!("\"{s}\" is not a positive percentage")))? / 100.0,
+                    )
+                } else {
+                    Margin::Absolute(number(s).ok_or_else(|| bad(&format!("\"{s}\" is not a margin")))?)
+                }
+            }
+            other => return Err(bad(&format!("got {other}"))),
+        };
+        out.push((metric.clone(), margin));
+    }
+    Ok(out)
 }
 
 fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec], effect_kinds: &mut Vec<String>) -> InputResult<ServiceSpec> {

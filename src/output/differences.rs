@@ -19,8 +19,9 @@
 
 use super::VariantSummary;
 use crate::analysis::Summary;
-use crate::analysis::exact::{holm, paired_t_p, sign_test_p};
+use crate::analysis::exact::{holm, paired_t_p, sign_test_p, tost_p};
 use crate::analysis::stats::paired_metric;
+use crate::config::Margin;
 
 /// The level at which a difference is called significant.
 pub const ALPHA: f64 = 0.05;
@@ -35,6 +36,27 @@ pub struct Difference {
     /// After Holm's adjustment over the family the block shows; `None`
     /// outside that family.
     pub p_adjusted: Option<f64>,
+    /// With a margin for the metric (`[experiment] equivalence`): whether
+    /// the difference is shown to lie inside it.
+    pub equivalence: Option<Equivalence>,
+}
+
+/// An equivalence test of a difference (TOST, at [`ALPHA`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Equivalence {
+    /// The margin in the metric's unit.
+    pub margin: f64,
+    /// The larger of the two one-sided tests' p-values; `None` where the
+    /// paired t test does not apply (yes/no outcomes, split outcomes,
+    /// recovery times).
+    pub p: Option<f64>,
+}
+
+impl Equivalence {
+    /// The difference is shown to lie inside ±margin.
+    pub fn equivalent(&self) -> bool {
+        self.p.is_some_and(|p| p < ALPHA)
+    }
 }
 
 impl Difference {
@@ -57,12 +79,14 @@ fn pairs(b: &[Option<f64>], v: &[Option<f64>]) -> Vec<(f64, f64)> {
     b.iter().zip(v).filter_map(|(x, y)| Some(((*x)?, (*y)?))).collect()
 }
 
-/// The difference of metric `k` of a variant to the baseline.
-fn difference(k: &str, base: &VariantSummary, v: &VariantSummary) -> Difference {
+/// The difference of metric `k` of a variant to the baseline, with its
+/// equivalence test when the metric has a margin.
+fn difference(k: &str, base: &VariantSummary, v: &VariantSummary, margin: Option<Margin>) -> Difference {
     let empty = Vec::new();
     let values = |s: &VariantSummary, m: &str| s.metric(m).map_or(&empty, |x| &x.values).clone();
     let (b, x) = (values(base, k), values(v, k));
     let d = paired_metric(k, &b, &x);
+    let mut t_applies = !matches!(k, "recovered_fraction" | "recovery_time_s");
     let p = match k {
         "recovered_fraction" => {
             let (mut up, mut down) = (0, 0);
@@ -98,6 +122,7 @@ fn difference(k: &str, base: &VariantSummary, v: &VariantSummary) -> Difference 
         _ => {
             let diffs: Vec<f64> = pairs(&b, &x).into_iter().map(|(a, c)| c - a).collect();
             if split(base) || split(v) {
+                t_applies = false;
                 // Some replications recovered and some did not: the values
                 // come from two outcomes, not one bell; a sign test assumes
                 // nothing about their shape.
@@ -117,14 +142,25 @@ fn difference(k: &str, base: &VariantSummary, v: &VariantSummary) -> Difference 
     } else {
         d
     };
-    Difference { summary, p, p_adjusted: None }
+    let equivalence = margin.map(|m| {
+        let margin = m.of(base.metric(k).and_then(|s| s.mean).unwrap_or(0.0));
+        let diffs: Vec<f64> = pairs(&b, &x).into_iter().map(|(a, c)| c - a).collect();
+        Equivalence { margin, p: if t_applies { tost_p(&diffs, margin) } else { None } }
+    });
+    Difference { summary, p, p_adjusted: None, equivalence }
 }
 
 /// Fills every variant's paired differences to variant `baseline`. A
 /// metric that has a reason instead of a mean in either variant has no
 /// difference either. Then adjusts the p-values of `family` (the metrics
 /// the vs-baseline block shows) over every variant by Holm's method.
-pub fn compare_to_baseline(summaries: &mut [VariantSummary], baseline: usize, family: &[&str]) {
+/// `margins` are the equivalence margins asked for.
+pub fn compare_to_baseline(
+    summaries: &mut [VariantSummary],
+    baseline: usize,
+    family: &[&str],
+    margins: &[(String, Margin)],
+) {
     let (before, rest) = summaries.split_at_mut(baseline);
     let (base, after) = rest.split_first_mut().expect("the baseline is one of the variants");
     base.baseline = base.name.clone();
@@ -136,10 +172,11 @@ pub fn compare_to_baseline(summaries: &mut [VariantSummary], baseline: usize, fa
             .metrics
             .iter()
             .map(|(k, _)| {
-                let d = difference(k, base, v);
+                let margin = margins.iter().find(|(m, _)| m == k).map(|(_, m)| *m);
+                let d = difference(k, base, v, margin);
                 if v.reasons.contains_key(k) || base.reasons.contains_key(k) {
                     let summary = Summary { mean: None, ci95: None, ..d.summary };
-                    (k.clone(), Difference { summary, p: None, p_adjusted: None })
+                    (k.clone(), Difference { summary, p: None, p_adjusted: None, equivalence: None })
                 } else {
                     (k.clone(), d)
                 }

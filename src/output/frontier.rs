@@ -45,11 +45,20 @@ pub struct FrontierRow {
     pub length_s: Option<f64>,
     /// The offered load over the target's capacity, when it can be said (open-loop clients).
     pub utilization: Option<f64>,
-    /// The smallest size that does not recover in at least half the
-    /// replications; `None` when at least half recover from every size tried.
+    /// Where the fitted P(no recovery | size) crosses ½ (the median
+    /// threshold when no curve can be fitted); `None` when at least half the
+    /// replications recover from every size tried, 0 when at least half do
+    /// not recover even without a trigger.
     pub boundary: Option<f64>,
     pub boundary_lo: Option<f64>,
     pub boundary_hi: Option<f64>,
+    /// The grid's own answer: the smallest listed size from which at least
+    /// half do not recover.
+    #[serde(default)]
+    pub median_threshold: Option<f64>,
+    /// The spacing of the listed sizes around the boundary.
+    #[serde(default)]
+    pub grid_step: Option<f64>,
     /// Each replication's threshold (`null` = recovers from every size tried).
     pub thresholds: Vec<Option<f64>>,
     pub runs: u64,
@@ -151,7 +160,7 @@ pub struct Words<'a> {
 /// The sentence of one row: "at 70% load, a spike of 1.6× for 8 s or more does not recover".
 pub fn sentence(w: &Words, load_scale: f64, utilization: Option<f64>, length_s: Option<f64>, b: &Boundary) -> String {
     let (kind, target, largest) = (w.kind, w.target, w.largest);
-    let (boundary, lo, hi) = (b.boundary, b.lo, b.hi);
+    let (boundary, lo, hi, grid_step) = (b.boundary, b.lo, b.hi, b.grid_step);
     let load = match utilization {
         Some(u) => format!("at {}% load (load_scale {})", num((u * 1000.0).round() / 10.0), num(load_scale)),
         None => format!("at load_scale {}", num(load_scale)),
@@ -171,12 +180,21 @@ pub fn sentence(w: &Words, load_scale: f64, utilization: Option<f64>, length_s: 
             )
         }
         Some(b) => {
-            let interval = match (lo, hi) {
-                (Some(l), Some(h)) => format!(" (95% interval {} to {})", size_words(kind, l), size_words(kind, h)),
-                (Some(l), None) => format!(" (95% interval from {} to beyond the sizes tried)", size_words(kind, l)),
-                _ => String::new(),
-            };
-            format!("{load}, {} or more does not recover{interval}", what(b))
+            let mut notes = Vec::new();
+            match (lo, hi) {
+                (Some(l), Some(h)) => {
+                    notes.push(format!("95% interval {} to {}", size_words(kind, l), size_words(kind, h)))
+                }
+                (Some(l), None) => {
+                    notes.push(format!("95% interval from {} to beyond the sizes tried", size_words(kind, l)))
+                }
+                _ => {}
+            }
+            if let Some(step) = grid_step {
+                notes.push(format!("sizes tried {} apart here", size_words(kind, step)));
+            }
+            let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) };
+            format!("{load}, {} or more does not recover in at least half the runs{notes}", what(b))
         }
     }
 }
@@ -216,6 +234,8 @@ impl ShardedDoc for FrontierDoc {
             "replications",
             "runs",
             "events",
+            "median_threshold",
+            "grid_step",
         ])?;
         for r in &self.rows {
             w.write_record([
@@ -230,6 +250,8 @@ impl ShardedDoc for FrontierDoc {
                 r.thresholds.len().to_string(),
                 r.runs.to_string(),
                 r.events.to_string(),
+                opt(r.median_threshold),
+                opt(r.grid_step),
             ])?;
         }
         Ok(String::from_utf8(w.into_inner()?)?)
@@ -266,7 +288,8 @@ impl ShardedDoc for FrontierDoc {
             .collect();
         let _ = writeln!(
             out,
-            "{}: the smallest {} that does not recover within {} s (in at least half of {} replications)\n",
+            "{}: the {} size from which at least half the runs do not recover within {} s \
+             (the 50% point of a logistic curve fitted to {} replications)\n",
             e.name,
             e.trigger.label(),
             num(e.horizon_s),
@@ -291,20 +314,23 @@ mod tests {
     #[test]
     fn sentences_say_the_boundary_in_the_triggers_words() {
         let spike = Words { kind: TriggerKind::Spike, target: "api", largest: 5.0 };
-        let b = Boundary { boundary: Some(1.625), lo: Some(1.5), hi: Some(1.75) };
+        let none_b =
+            Boundary { boundary: None, lo: None, hi: None, median_threshold: None, grid_step: None, scale: None };
+        let b = Boundary { boundary: Some(1.625), lo: Some(1.5), hi: Some(1.75), grid_step: Some(0.25), ..none_b };
         let s = sentence(&spike, 1.0, Some(0.7), Some(8.0), &b);
         assert_eq!(
             s,
-            "at 70% load (load_scale 1), a spike of 1.625× for 8 s or more does not recover (95% interval 1.5× to 1.75×)"
+            "at 70% load (load_scale 1), a spike of 1.625× for 8 s or more does not recover in at least half the runs \
+             (95% interval 1.5× to 1.75×; sizes tried 0.25× apart here)"
         );
         let outage = Words { kind: TriggerKind::Outage, target: "api", largest: 60.0 };
-        let none = sentence(&outage, 0.5, None, None, &Boundary { boundary: None, lo: None, hi: None });
+        let none = sentence(&outage, 0.5, None, None, &none_b);
         assert_eq!(
             none,
             "at load_scale 0.5, the design recovers from every outage tried, up to an outage of api of 60 s"
         );
         let brownout = Words { kind: TriggerKind::Brownout, target: "api", largest: 1.0 };
-        let b = sentence(&brownout, 1.0, None, Some(10.0), &Boundary { boundary: Some(0.4), lo: None, hi: None });
+        let b = sentence(&brownout, 1.0, None, Some(10.0), &Boundary { boundary: Some(0.4), ..none_b });
         assert!(b.contains("a brownout removing 40% of api's capacity for 10 s or more"), "{b}");
     }
 }

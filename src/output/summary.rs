@@ -241,7 +241,13 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
             }
         }
         let family: Vec<&str> = super::vs_baseline::block_columns(&out, &show).iter().map(|c| c.metric).collect();
-        super::differences::compare_to_baseline(&mut out, baseline, &family);
+        let mut margins = Vec::new();
+        for (m, margin) in set.variants.iter().flat_map(|v| &v.scenario.equivalence) {
+            if !margins.iter().any(|(k, _): &(String, _)| k == m) {
+                margins.push((m.clone(), *margin));
+            }
+        }
+        super::differences::compare_to_baseline(&mut out, baseline, &family, &margins);
     }
     out
 }
@@ -268,9 +274,22 @@ struct MetricJson<'a> {
 
 impl Serialize for MetricJson<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        let n = 3 + self.reason.is_some() as usize + 3 * self.test.is_some() as usize;
+        let equivalence = self.test.and_then(|d| d.equivalence);
+        let n = 3 + self.reason.is_some() as usize + 3 * self.test.is_some() as usize + equivalence.is_some() as usize;
         let mut m = ser.serialize_map(Some(n))?;
         m.serialize_entry("ci95", &self.summary.ci95)?;
+        if let Some(e) = equivalence {
+            #[derive(serde::Serialize)]
+            struct EquivalenceJson {
+                equivalent: bool,
+                margin: f64,
+                p: Option<f64>,
+            }
+            m.serialize_entry(
+                "equivalence",
+                &EquivalenceJson { equivalent: e.equivalent(), margin: e.margin, p: e.p },
+            )?;
+        }
         m.serialize_entry("mean", &self.summary.mean)?;
         if let Some(d) = self.test {
             m.serialize_entry("p", &d.p)?;

@@ -35,10 +35,37 @@ fn diff_text(diff: &Difference, base_mean: Option<f64>, style: Style) -> String 
     if let Some(b) = base_mean.filter(|b| b.abs() > 1e-12 && style != Style::Percent) {
         text.push_str(&format!(" ({sign}{:.0}%)", m / b * 100.0));
     }
-    if !diff.significant() {
-        text.push_str(" n.s.");
+    let equivalent = diff.equivalence.is_some_and(|e| e.equivalent());
+    match (diff.significant(), equivalent) {
+        (false, true) => text.push_str(" ≈"),
+        (false, false) => text.push_str(" n.s."),
+        (true, true) => text.push_str(" (≈)"),
+        (true, false) => {}
     }
     text
+}
+
+/// The legend's line on equivalence, when margins were asked for.
+fn equivalence_legend(summaries: &[VariantSummary]) -> String {
+    let mut margins: Vec<(String, String)> = Vec::new();
+    for v in summaries {
+        for (k, d) in &v.vs_baseline {
+            if let (Some(e), Some(c)) = (d.equivalence, super::columns::column_of(k))
+                && !margins.iter().any(|(m, _)| m == k)
+            {
+                let points = if c.style == Style::Percent { " points" } else { "" };
+                margins.push((k.clone(), format!("{} ±{}{points}", c.header, fmt_half(e.margin, c.style))));
+            }
+        }
+    }
+    if margins.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = margins.into_iter().map(|(_, text)| text).collect();
+    format!(
+        "; ≈ = equivalent: the 90% interval lies inside the margin (two one-sided tests at 5%; {})",
+        list.join(", ")
+    )
 }
 
 /// The block, or nothing with a single variant.
@@ -72,9 +99,10 @@ pub fn render_vs_baseline(summaries: &[VariantSummary], show: &[String]) -> Stri
         rows.push(row);
     }
     format!(
-        "\nvs baseline \"{}\": paired difference ±95% CI (same random numbers per replication); n.s. = no significant difference at this n (Holm over {} comparisons)\n{}",
+        "\nvs baseline \"{}\": paired difference ±95% CI (same random numbers per replication); n.s. = no significant difference at this n (Holm over {} comparisons){}\n{}",
         base.map(|b| b.name.as_str()).unwrap_or(""),
         super::differences::family_size(summaries),
+        equivalence_legend(summaries),
         align(&rows)
     )
 }

@@ -16,7 +16,8 @@ use crate::engine::random::hash_words;
 pub struct Confirmation {
     /// The seed every scenario ran with (`experiment.seed`).
     pub seed: u64,
-    pub replications: Option<u32>,
+    /// Replications of each of the two, per scenario.
+    pub replications: Vec<u32>,
     /// The winner's index among the evaluated candidates, and the runner-up's.
     pub winner: usize,
     pub runner_up: Option<usize>,
@@ -31,8 +32,8 @@ pub struct Confirmation {
     /// scenario per replication (objective) or on the scenario where the
     /// winner is worst (constraints).
     pub difference: Vec<(String, Summary)>,
-    /// The winner is still feasible, and not significantly worse than the
-    /// runner-up on the objective.
+    /// The winner is still feasible, and the runner-up is not both feasible
+    /// and significantly better on the objective.
     pub still_wins: bool,
 }
 
@@ -112,12 +113,17 @@ pub fn confirm(
     }
     let objective_gap = difference.first().map(|(_, d)| d.clone());
     let worse = objective_gap.as_ref().is_some_and(|d| super::judge::significantly_worse(&fresh, d));
+    // A runner-up that misses a constraint on the fresh seeds is no better
+    // choice, however its objective compares.
+    let overtaken = worse && runner_up_judged.as_ref().is_some_and(|j| j.feasible);
+    let ran: Vec<u32> =
+        (0..ctx.scenarios.len()).map(|s| runs[0].series(&fresh, s, &ctx.spec.objective).len() as u32).collect();
     Ok(Confirmation {
         seed: fresh_seed,
-        replications,
+        replications: ran,
         winner,
         runner_up: second,
-        still_wins: winner_judged.feasible && !worse,
+        still_wins: winner_judged.feasible && !overtaken,
         winner_metrics: summaries(&runs[0]),
         runner_up_metrics: runs.get(1).map(summaries).unwrap_or_default(),
         winner_judged,

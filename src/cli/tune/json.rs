@@ -159,9 +159,17 @@ pub fn report(r: &Report) -> Value {
             Value::Object(m.iter().map(|(k, s)| (k.clone(), difference(s))).collect())
         };
         json!({
-            "seeds": { "experiment.seed": c.seed, "replications": c.replications },
+            "seeds": {
+                "experiment.seed": c.seed,
+                // One number when every scenario ran as many, else one per scenario.
+                "replications": match c.replications.as_slice() {
+                    [first, rest @ ..] if rest.iter().all(|n| n == first) => json!(first),
+                    all => json!(all),
+                },
+            },
             "winner": metrics(&c.winner_metrics),
             "winner_feasible": c.winner_judged.feasible,
+            "runner_up_feasible": c.runner_up_judged.as_ref().map(|j| j.feasible),
             "runner_up": c.runner_up.map(|i| {
                 let mut o = metrics(&c.runner_up_metrics);
                 o["candidate"] = values(r, &r.evaluated[i].candidate);

@@ -24,8 +24,12 @@ fn confirmation_text(r: &Report, c: &crate::analysis::tune::confirm::Confirmatio
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "  confirmed on fresh seeds (experiment.seed = {}, as many replications as the search ran), against the search's winner's curse:",
-        c.seed
+        "  confirmed on fresh seeds (experiment.seed = {}, {} replications per scenario, as the search ran), against the search's winner's curse:",
+        c.seed,
+        match c.replications.as_slice() {
+            [first, rest @ ..] if rest.iter().all(|n| n == first) => first.to_string(),
+            all => all.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
+        }
     );
     let _ = writeln!(t, "    worst-case {}: winner {}", spec.objective, ms(&c.winner_metrics, &spec.objective));
     if let Some(ru) = c.runner_up {
@@ -37,12 +41,30 @@ fn confirmation_text(r: &Report, c: &crate::analysis::tune::confirm::Confirmatio
             c.difference.first().map_or("—".into(), |(_, d)| format!("{} {}", signed(d.mean), interval(d)))
         );
     }
-    let verdict = if c.still_wins {
-        "the winner still wins: feasible, and not significantly worse than the runner-up".to_string()
-    } else if !c.winner_judged.feasible {
-        "the winner NO LONGER WINS: on fresh seeds it misses a constraint (more replications, or a margin on the constraints)".to_string()
+    let missed = |j: &crate::analysis::tune::Judged| -> String {
+        let m: Vec<&str> = spec
+            .constraints
+            .iter()
+            .zip(&j.violations)
+            .filter(|(_, v)| **v > 0.0)
+            .map(|(con, _)| con.text.as_str())
+            .collect();
+        m.join(", ")
+    };
+    let runner_up_misses = c.runner_up_judged.as_ref().filter(|j| !j.feasible).map(missed);
+    let verdict = if !c.winner_judged.feasible {
+        format!(
+            "the winner NO LONGER WINS: on fresh seeds it misses {} (more replications, or a margin on the constraints)",
+            missed(&c.winner_judged)
+        )
+    } else if !c.still_wins {
+        "the winner NO LONGER WINS: on fresh seeds the runner-up is feasible and significantly better; \
+         the winner's place came from the search's seeds"
+            .to_string()
+    } else if let Some(m) = runner_up_misses {
+        format!("the winner still wins: feasible, and the runner-up misses {m} on fresh seeds")
     } else {
-        "the winner NO LONGER WINS: on fresh seeds the runner-up is significantly better (its lead was luck of the search's seeds)".to_string()
+        "the winner still wins: feasible, and the runner-up is not significantly better".to_string()
     };
     let _ = writeln!(t, "    {verdict}");
     t
