@@ -194,6 +194,10 @@ pub struct RunArgs {
     /// Replications per variant (overrides experiment.replications).
     #[arg(long, value_name = "N")]
     pub replications: Option<u32>,
+    /// Print every column of the table (by default it fits 120 characters:
+    /// the columns chosen by themselves give way, never `answer` or `show`).
+    #[arg(long)]
+    pub wide: bool,
     /// Write every attempt as JSON Lines to FILE (why it was made, what followed).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,

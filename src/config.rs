@@ -53,6 +53,22 @@ impl Experiment {
         }
         out
     }
+
+    /// `[experiment] answer` over every variant, in order, without repeats.
+    pub fn answer(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in self.variants.iter().flat_map(|v| &v.answer) {
+            if !out.contains(m) {
+                out.push(m.clone());
+            }
+        }
+        out
+    }
+
+    /// `[experiment] question`, if the experiment states one.
+    pub fn question(&self) -> Option<&str> {
+        self.variants.iter().find_map(|v| v.question.as_deref())
+    }
 }
 
 /// Where each inlined policy came from: location (`clients.web`) → file.

@@ -1,6 +1,7 @@
 //! What users see: the summary (JSON, CSV, terminal table) and the time
 //! series, written atomically and never over an input file.
 
+pub mod answer;
 pub mod collapse_rate;
 pub mod columns;
 pub mod differences;
@@ -9,6 +10,7 @@ pub mod files;
 pub mod findings;
 pub mod frontier;
 pub mod frontier_report;
+pub mod layout;
 pub mod manifest;
 pub mod markdown;
 pub mod notes;

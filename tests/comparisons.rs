@@ -163,7 +163,8 @@ set = {}
     let ups = d.summary.values.iter().flatten().filter(|x| **x > 0.0).count() as u64;
     let downs = d.summary.values.iter().flatten().filter(|x| **x < 0.0).count() as u64;
     assert_eq!(d.p, Some(sign_test_p(ups, downs)));
-    let table = retrysim::output::table::render_text(&summaries, 20, &[]);
+    let o = retrysim::output::table::TableOptions { show: &[], answer: &[], question: None, wide: true };
+    let table = retrysim::output::table::render_text(&summaries, 20, &o);
     assert!(table.contains("split outcomes: \"retries\" recovered in"), "{table}");
 }
 

@@ -43,6 +43,10 @@ pub struct ExperimentTableRaw {
     pub show: Option<Vec<String>>,
     /// Equivalence margins of the vs-baseline comparisons, by metric.
     pub equivalence: Option<toml::Table>,
+    /// The question the experiment answers.
+    pub question: Option<String>,
+    /// Metric paths that answer it.
+    pub answer: Option<Vec<String>>,
 }
 
 /// `[[clients]]`.

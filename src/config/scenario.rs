@@ -26,6 +26,11 @@ pub struct Scenario {
     pub drain_limit: Nanos,
     /// `[experiment] show`: extra metrics for the table and the report.
     pub show: Vec<String>,
+    /// `[experiment] question`: what the experiment asks.
+    pub question: Option<String>,
+    /// `[experiment] answer`: metric paths that answer it (see
+    /// [`crate::output::answer`]), checked against the experiment.
+    pub answer: Vec<String>,
     /// `[experiment] equivalence`: per metric, the margin within which a
     /// variant's difference to the baseline counts as no difference.
     pub equivalence: Vec<(String, Margin)>,

@@ -235,6 +235,29 @@ pub fn scenario(
 
     calls::calls(&v, &raw.services, &mut services, &operations, &mut edges, origins, &latency)?;
     let faults = faults::faults(&v, &raw.faults, &services, &edges)?;
+    let question = match e.question.as_deref().map(str::trim) {
+        Some("") => return Err(v.err("experiment.question", "is empty; write the question the experiment answers")),
+        Some(q) if q.chars().count() > 500 || q.contains('\n') => {
+            return Err(v.err("experiment.question", "must be one line of at most 500 characters"));
+        }
+        q => q.map(str::to_string),
+    };
+    let answer = e.answer.clone().unwrap_or_default();
+    let known = crate::output::answer::paths(&clients, &services, &edges, &effect_kinds);
+    for (i, path) in answer.iter().enumerate() {
+        if !known.contains(path) {
+            return Err(v.err(
+                &format!("experiment.answer[{i}]"),
+                format!(
+                    "unknown metric path \"{path}\"; allowed: {}",
+                    crate::output::answer::allowed(&clients, &services, &edges, &effect_kinds)
+                ),
+            ));
+        }
+        if answer[..i].contains(path) {
+            return Err(v.err(&format!("experiment.answer[{i}]"), format!("\"{path}\" is listed twice")));
+        }
+    }
 
     Ok(Scenario {
         variant: variant.to_string(),
@@ -247,6 +270,8 @@ pub fn scenario(
         load_scale,
         drain_limit,
         show,
+        question,
+        answer,
         equivalence,
         clients,
         operations,

@@ -63,7 +63,7 @@ pub const BUSINESS: [Column; 4] = [
 /// or a reason for it).
 pub const RECOVERY: [Column; 2] = [
     col("recovery_time_median_s", "recovery (median)", Style::Recovery),
-    col("recovered_fraction", "recovered", Style::Percent),
+    col("recovered_fraction", "recovered", Style::Runs),
 ];
 
 /// Shown when some variant had a degraded replication (users served, the

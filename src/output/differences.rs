@@ -83,7 +83,7 @@ fn pairs(b: &[Option<f64>], v: &[Option<f64>]) -> Vec<(f64, f64)> {
 /// equivalence test when the metric has a margin.
 fn difference(k: &str, base: &VariantSummary, v: &VariantSummary, margin: Option<Margin>) -> Difference {
     let empty = Vec::new();
-    let values = |s: &VariantSummary, m: &str| s.metric(m).map_or(&empty, |x| &x.values).clone();
+    let values = |s: &VariantSummary, m: &str| super::answer::lookup(s, m).map_or(&empty, |x| &x.values).clone();
     let (b, x) = (values(base, k), values(v, k));
     let d = paired_metric(k, &b, &x);
     let mut t_applies = !matches!(k, "recovered_fraction" | "recovery_time_s");
@@ -143,7 +143,7 @@ fn difference(k: &str, base: &VariantSummary, v: &VariantSummary, margin: Option
         d
     };
     let equivalence = margin.map(|m| {
-        let margin = m.of(base.metric(k).and_then(|s| s.mean).unwrap_or(0.0));
+        let margin = m.of(super::answer::lookup(base, k).and_then(|s| s.mean).unwrap_or(0.0));
         let diffs: Vec<f64> = pairs(&b, &x).into_iter().map(|(a, c)| c - a).collect();
         Equivalence { margin, p: if t_applies { tost_p(&diffs, margin) } else { None } }
     });
@@ -154,12 +154,15 @@ fn difference(k: &str, base: &VariantSummary, v: &VariantSummary, margin: Option
 /// metric that has a reason instead of a mean in either variant has no
 /// difference either. Then adjusts the p-values of `family` (the metrics
 /// the vs-baseline block shows) over every variant by Holm's method.
-/// `margins` are the equivalence margins asked for.
+/// `margins` are the equivalence margins asked for; `paths` are metrics
+/// of classes, services, edges or effects compared besides the headline
+/// ones (the answer's).
 pub fn compare_to_baseline(
     summaries: &mut [VariantSummary],
     baseline: usize,
     family: &[&str],
     margins: &[(String, Margin)],
+    paths: &[String],
 ) {
     let (before, rest) = summaries.split_at_mut(baseline);
     let (base, after) = rest.split_first_mut().expect("the baseline is one of the variants");
@@ -168,13 +171,14 @@ pub fn compare_to_baseline(
     let base = &*base;
     for v in before.iter_mut().chain(after.iter_mut()) {
         v.baseline = base.name.clone();
-        v.vs_baseline = v
-            .metrics
+        let keys: Vec<String> =
+            v.metrics.iter().map(|(k, _)| k.clone()).chain(paths.iter().filter(|p| p.contains('.')).cloned()).collect();
+        v.vs_baseline = keys
             .iter()
-            .map(|(k, _)| {
+            .map(|k| {
                 let margin = margins.iter().find(|(m, _)| m == k).map(|(_, m)| *m);
                 let d = difference(k, base, v, margin);
-                if v.reasons.contains_key(k) || base.reasons.contains_key(k) {
+                if v.reasons.contains_key(k.as_str()) || base.reasons.contains_key(k.as_str()) {
                     let summary = Summary { mean: None, ci95: None, ..d.summary };
                     (k.clone(), Difference { summary, p: None, p_adjusted: None, equivalence: None })
                 } else {

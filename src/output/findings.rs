@@ -80,8 +80,8 @@ fn signed_relative(x: f64, h: f64) -> String {
     }
 }
 
-/// One variant against the baseline.
-fn vs_findings(v: &Value, base: &Value, out: &mut Vec<String>) {
+/// One variant against the baseline; `answer` the experiment's answer paths.
+fn vs_findings(v: &Value, base: &Value, answer: &[String], out: &mut Vec<String>) {
     let name = v["name"].as_str().unwrap_or("");
     let base_name = base["name"].as_str().unwrap_or("");
     let vs = &v["vs_baseline"];
@@ -106,6 +106,28 @@ fn vs_findings(v: &Value, base: &Value, out: &mut Vec<String>) {
             out.push(format!("\"{name}\" changes success by {text} versus \"{base_name}\"."));
         } else {
             no_difference.push(format!("success ({text})"));
+        }
+    }
+    // The answer's metrics of classes, services, edges and effects.
+    for path in answer.iter().filter(|p| p.contains('.')) {
+        let d = &vs[path.as_str()];
+        let c = crate::output::answer::PathColumn::of(path);
+        let Some(x) = mean(d) else { continue };
+        let h = half(d).unwrap_or(0.0);
+        let text = if c.style == crate::output::columns::Style::Percent {
+            format!("{:+.2} ± {:.2} points", x * 100.0, h * 100.0)
+        } else {
+            format!(
+                "{}{} ± {}",
+                if x > 0.0 { "+" } else { "" },
+                crate::output::table::fmt_value(x, c.style),
+                crate::output::table::fmt_half(h, c.style)
+            )
+        };
+        if significant(d) {
+            out.push(format!("\"{name}\" changes {} by {text} versus \"{base_name}\".", c.header));
+        } else {
+            no_difference.push(format!("{} ({text})", c.header));
         }
     }
     // Amplification, at the one service every variant is measured at.
@@ -178,6 +200,10 @@ fn vs_findings(v: &Value, base: &Value, out: &mut Vec<String>) {
 /// Findings in words, from the numbers.
 pub fn findings(summary: &Value) -> Vec<String> {
     let variants = summary["variants"].as_array().cloned().unwrap_or_default();
+    let answer: Vec<String> = summary["experiment"]["answer"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
     let mut out = Vec::new();
     for v in &variants {
         own_findings(v, &mut out);
@@ -185,7 +211,7 @@ pub fn findings(summary: &Value) -> Vec<String> {
         if vs.is_object() {
             let base_name = vs["baseline"].as_str().unwrap_or("");
             if let Some(base) = variants.iter().find(|x| x["name"].as_str() == Some(base_name)) {
-                vs_findings(v, base, &mut out);
+                vs_findings(v, base, &answer, &mut out);
             }
         }
     }

@@ -2,16 +2,17 @@
 //! scripts) and `report.md` (PNG charts beside it) for a design review,
 //! built from a finished run's, sweep's or tune's output folder.
 
+mod answer;
 mod page;
 mod sweep;
 mod tune;
+
+pub use answer::{answer_sentences, question, with_unit};
 
 pub use page::{Page, esc};
 pub use sweep::write_sweep_report;
 pub use tune::write_tune_report;
 
-use super::columns::{Column, Shown, choose};
-use super::table::cell;
 use crate::analysis::Summary;
 use crate::charts::Drawn;
 use serde_json::Value;
@@ -28,38 +29,6 @@ pub(crate) fn as_summary(m: &Value) -> Summary {
     let ci = m.get("ci95").and_then(|c| Some((c.get(0)?.as_f64()?, c.get(1)?.as_f64()?)));
     let values = m.get("values").and_then(Value::as_array).map(|a| a.iter().map(Value::as_f64).collect());
     Summary { mean: mean(m), ci95: ci, values: values.unwrap_or_default() }
-}
-
-/// Which variants of summary.json have what, for the column choice.
-struct Numbers<'a>(&'a [Value]);
-
-impl Shown for Numbers<'_> {
-    fn nonzero(&self, m: &str) -> bool {
-        self.0.iter().any(|v| mean(&v["metrics"][m]).is_some_and(|x| x != 0.0))
-    }
-    fn present(&self, m: &str) -> bool {
-        self.0.iter().any(|v| mean(&v["metrics"][m]).is_some() || v["metrics"][m].get("reason").is_some())
-    }
-}
-
-/// The columns of the report's table: those of the terminal table.
-fn report_columns(summary: &Value) -> Vec<Column> {
-    let variants = summary["variants"].as_array().cloned().unwrap_or_default();
-    let show: Vec<String> = summary["experiment"]["show"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
-    choose(&show, &Numbers(&variants))
-}
-
-fn report_cell(v: &Value, c: &Column) -> String {
-    let m = &v["metrics"][c.metric];
-    let text = cell(Some(&as_summary(m)), m.get("reason").and_then(Value::as_str), c.style);
-    if c.metric == "amplification" && mean(m).is_some() {
-        format!("{text} ({})", v["amplification_service"].as_str().unwrap_or(""))
-    } else {
-        text
-    }
 }
 
 /// Findings in words, from the numbers (see [`super::findings`]).
@@ -89,6 +58,12 @@ pub fn write_run_report(dir: &Path, out: &Path, drawn: &Drawn) -> anyhow::Result
     let source = std::fs::read_to_string(dir.join("experiment.toml")).unwrap_or_default();
     let variants = summary["variants"].as_array().cloned().unwrap_or_default();
     let mut page = Page::new(&exp_name);
+    if let Some(q) = question(&summary, &source) {
+        page.h2("Question");
+        page.para(&q);
+    }
+    page.h2("Answer");
+    page.list(&answer_sentences(&summary));
     page.para(&format!(
         "Seed {}, {} replication(s) per variant, intents counted from {} s to {} s.",
         summary["experiment"]["seed"],
@@ -100,17 +75,24 @@ pub fn write_run_report(dir: &Path, out: &Path, drawn: &Drawn) -> anyhow::Result
     page.list(&super::findings::findings(&summary));
     page.h2("Comparison");
     page.para("Each cell is the mean ± the half-width of its 95% confidence interval (+above/-below where the interval stops at 0 or 100%); p50, p99 and p99.9 are latencies of successful intents, p99 all of every intent.");
-    let columns = report_columns(&summary);
-    let mut header = vec!["variant".to_string()];
-    header.extend(columns.iter().map(|c| c.header.to_string()));
-    let rows: Vec<Vec<String>> = variants
-        .iter()
-        .map(|v| {
-            let mut r = vec![v["name"].as_str().unwrap_or("").to_string()];
-            r.extend(columns.iter().map(|c| report_cell(v, c)));
-            r
-        })
-        .collect();
+    let show: Vec<String> = summary["experiment"]["show"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let answer: Vec<String> = summary["experiment"]["answer"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    // The terminal's columns, fitted to the same width (a page of 1280 px
+    // holds about as much); the answer's first.
+    let src = super::layout::Json(&variants);
+    let layout = super::layout::layout(&src, &show, &answer, Some(super::layout::WIDTH));
+    let mut all = super::layout::rows(&src, &layout.columns);
+    let header = all.remove(0);
+    let rows = all;
+    for line in super::layout::layout_legend(&layout) {
+        page.para(&line);
+    }
     page.table(&header, &rows);
     charts_section(&mut page, out, drawn)?;
     page.h2("The experiment");

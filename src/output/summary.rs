@@ -240,14 +240,25 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
                 }
             }
         }
-        let family: Vec<&str> = super::vs_baseline::block_columns(&out, &show).iter().map(|c| c.metric).collect();
+        let mut answer: Vec<String> = Vec::new();
+        for v in &set.variants {
+            for m in &v.scenario.answer {
+                if !answer.contains(m) {
+                    answer.push(m.clone());
+                }
+            }
+        }
+        // Class, service, edge and effect paths among the answers have differences too.
+        let paths = super::layout::answers(&super::layout::Variants(&out), &answer);
+        let columns = super::vs_baseline::block_columns(&out, &show, &answer);
+        let family: Vec<&str> = columns.iter().map(|c| c.path.as_str()).collect();
         let mut margins = Vec::new();
         for (m, margin) in set.variants.iter().flat_map(|v| &v.scenario.equivalence) {
             if !margins.iter().any(|(k, _): &(String, _)| k == m) {
                 margins.push((m.clone(), *margin));
             }
         }
-        super::differences::compare_to_baseline(&mut out, baseline, &family, &margins);
+        super::differences::compare_to_baseline(&mut out, baseline, &family, &margins, &paths);
     }
     out
 }
@@ -423,15 +434,21 @@ struct SummaryJson<'a> {
 
 impl Serialize for SummaryJson<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        struct ExperimentJson<'a>(&'a Experiment);
+        struct ExperimentJson<'a>(&'a Experiment, &'a [VariantSummary]);
         impl Serialize for ExperimentJson<'_> {
             fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
                 let first = &self.0.variants[0];
-                let mut m = ser.serialize_map(Some(7))?;
+                let mut m = ser.serialize_map(Some(9))?;
+                // The paths that answer the question: as written, or the defaults.
+                m.serialize_entry(
+                    "answer",
+                    &super::layout::answers(&super::layout::Variants(self.1), &self.0.answer()),
+                )?;
                 m.serialize_entry("bin_s", &to_secs_f64(first.bin))?;
                 m.serialize_entry("duration_s", &to_secs_f64(first.duration))?;
                 m.serialize_entry("file", &self.0.path.display().to_string())?;
                 m.serialize_entry("name", &first.name)?;
+                m.serialize_entry("question", &self.0.question())?;
                 m.serialize_entry("seed", &first.seed)?;
                 m.serialize_entry("show", &self.0.show())?;
                 m.serialize_entry("warmup_s", &to_secs_f64(first.warmup))?;
@@ -441,7 +458,7 @@ impl Serialize for SummaryJson<'_> {
         let variants: Vec<VariantJson> =
             self.summaries.iter().zip(&self.set.variants).map(|(v, runs)| VariantJson(v, runs.runs.len())).collect();
         let mut m = ser.serialize_map(Some(3))?;
-        m.serialize_entry("experiment", &ExperimentJson(self.exp))?;
+        m.serialize_entry("experiment", &ExperimentJson(self.exp, self.summaries))?;
         m.serialize_entry("schema", "retrysim.summary/1")?;
         m.serialize_entry("variants", &variants)?;
         m.end()

@@ -2,7 +2,7 @@
 //! and how a number is written in a cell.
 
 use super::VariantSummary;
-use super::columns::{Column, Shown, Style, choose};
+use super::columns::Style;
 use crate::analysis::Summary;
 use crate::metrics::{METRICS, NEVER_HEALTHY};
 
@@ -71,8 +71,12 @@ pub fn cell(s: Option<&Summary>, reason: Option<&str>, style: Style) -> String {
     if style == Style::Runs
         && let Some(s) = s
     {
+        // Replications with a yes, and the exact 95% interval of the share.
         let (k, n) = (s.values.iter().flatten().filter(|x| **x >= 0.5).count(), s.values.iter().flatten().count());
-        return if n == 0 { "—".into() } else { format!("{k}/{n}") };
+        return match crate::analysis::exact::clopper_pearson(k as u64, n as u64) {
+            Some((lo, hi)) if n > 0 => format!("{k}/{n} ({:.0}–{:.0}%)", lo * 100.0, hi * 100.0),
+            _ => "—".into(),
+        };
     }
     if style == Style::Count
         && let Some(s) = s
@@ -91,79 +95,57 @@ pub fn cell(s: Option<&Summary>, reason: Option<&str>, style: Style) -> String {
     }
 }
 
-/// Which variants have what, for the column choice.
-struct Numbers<'a>(&'a [VariantSummary]);
-
-impl Shown for Numbers<'_> {
-    fn nonzero(&self, m: &str) -> bool {
-        self.0.iter().any(|v| v.metric(m).and_then(|s| s.mean).is_some_and(|x| x != 0.0))
-    }
-    fn present(&self, m: &str) -> bool {
-        self.0.iter().any(|v| v.metric(m).and_then(|s| s.mean).is_some() || v.reason(m).is_some())
-    }
+/// What the table shows: `[experiment] show` and `answer`, and whether to
+/// print every column (`--wide`) instead of fitting [`super::layout::WIDTH`].
+#[derive(Debug, Clone, Copy)]
+pub struct TableOptions<'a> {
+    pub show: &'a [String],
+    pub answer: &'a [String],
+    pub question: Option<&'a str>,
+    pub wide: bool,
 }
 
-/// The columns of the table for these variants and `[experiment] show`.
-pub fn columns(summaries: &[VariantSummary], show: &[String]) -> Vec<Column> {
-    choose(show, &Numbers(summaries))
-}
-
-fn rows(summaries: &[VariantSummary], cols: &[Column]) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut header = vec!["variant".to_string()];
-    header.extend(cols.iter().map(|c| c.header.to_string()));
-    let body = summaries
-        .iter()
-        .map(|v| {
-            let mut row = vec![v.name.clone()];
-            for c in cols {
-                let mut text = cell(v.metric(c.metric), v.reason(c.metric), c.style);
-                if c.metric == "amplification" && v.metric(c.metric).and_then(|s| s.mean).is_some() {
-                    text = format!("{text} ({})", v.amplification_service);
-                }
-                row.push(text);
-            }
-            row
-        })
-        .collect();
-    (header, body)
-}
-
-/// Rows aligned in columns (the first left, the others right), two spaces apart.
-pub fn align(rows: &[Vec<String>]) -> String {
-    let mut widths = vec![0; rows.first().map_or(0, Vec::len)];
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            widths[i] = widths[i].max(c.chars().count());
-        }
-    }
+/// The aligned terminal table: the question, the table, its legend.
+pub fn render_text(summaries: &[VariantSummary], replications: usize, o: &TableOptions) -> String {
+    use super::layout::{WIDTH, layout, layout_legend, rows, wrap};
+    let src = super::layout::Variants(summaries);
+    let l = layout(&src, o.show, o.answer, (!o.wide).then_some(WIDTH));
+    let cols = &l.columns;
+    let mut all = rows(&src, cols);
+    let dashes: Vec<String> =
+        (0..all[0].len()).map(|i| "-".repeat(all.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))).collect();
+    all.insert(1, dashes);
     let mut out = String::new();
-    for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, c)| if i == 0 { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
-            .collect();
-        out.push_str(&cells.join("  "));
-        out.push('\n');
+    let line = |out: &mut String, text: &str| {
+        if o.wide {
+            out.push_str(text);
+            out.push('\n');
+        } else {
+            out.push_str(&wrap(text, WIDTH));
+        }
+    };
+    if let Some(q) = o.question {
+        line(&mut out, &format!("question: {q}"));
     }
-    out
-}
-
-/// The aligned terminal table, with a legend line.
-pub fn render_text(summaries: &[VariantSummary], replications: usize, show: &[String]) -> String {
-    let cols = columns(summaries, show);
-    let (header, body) = rows(summaries, &cols);
-    let dashes: Vec<String> = (0..header.len())
-        .map(|i| "-".repeat(body.iter().chain([&header]).map(|r| r[i].chars().count()).max().unwrap_or(0)))
-        .collect();
-    let mut all = vec![header, dashes];
-    all.extend(body);
-    let mut out = align(&all);
-    out.push_str(&format!(
-        "mean ±95% CI half-width over {replications} replication(s) (+above/-below where the interval stops at 0 or 100%); p50, p99, p99.9: latency of successful intents; p99 all: of every intent, to when its client knew the result; — = no value\n"
-    ));
-    if cols.iter().any(|c| c.metric == "recovered_fraction") {
-        out.push_str("recovered: users served and the system's state (queues, busy workers, wasted work, p99) back near the baseline for 5 bins; share of replications with its exact (Clopper-Pearson) 95% interval; recovery (median): Kaplan-Meier median time to recovery over every replication, (recovered/replications), \"> end\" when fewer than half recovered before the end of the run\n");
+    out.push_str(&super::layout::align(&all));
+    let answers: Vec<&str> = cols[..l.answers].iter().map(|c| c.header.as_str()).collect();
+    line(
+        &mut out,
+        &format!(
+            "{} answer{} the question; mean ±95% CI half-width over {replications} replication{} (+above/-below where the interval stops at 0 or 100%); p50, p99, p99.9: latency of successful intents; p99 all: of every intent, to when its client knew the result; — = no value",
+            answers.join(", "),
+            if answers.len() == 1 { "s" } else { "" },
+            if replications == 1 { "" } else { "s" }
+        ),
+    );
+    for extra in layout_legend(&l) {
+        line(&mut out, &extra);
+    }
+    if cols.iter().any(|c| c.path == "recovered_fraction") {
+        line(
+            &mut out,
+            "recovered: users served and the system's state (queues, busy workers, wasted work, p99) back near the baseline for 5 bins, in k of n replications with the exact (Clopper-Pearson) 95% interval of the share; recovery (median): Kaplan-Meier median time to recovery over every replication, (recovered/replications), \"> end\" when fewer than half recovered before the end of the run",
+        );
     }
     let degraded: Vec<String> = summaries
         .iter()
@@ -174,10 +156,13 @@ pub fn render_text(summaries: &[VariantSummary], replications: usize, show: &[St
         })
         .collect();
     if !degraded.is_empty() {
-        out.push_str(&format!(
-            "degraded: users served again but the system's state not back, so not recovered; what stayed up: {}\n",
-            degraded.join("; ")
-        ));
+        line(
+            &mut out,
+            &format!(
+                "degraded: users served again but the system's state not back, so not recovered; what stayed up: {}",
+                degraded.join("; ")
+            ),
+        );
     }
     let split: Vec<String> = summaries
         .iter()
@@ -189,35 +174,34 @@ pub fn render_text(summaries: &[VariantSummary], replications: usize, show: &[St
         })
         .collect();
     if !split.is_empty() {
-        out.push_str(&format!(
-            "split outcomes: {}; a mean ± interval over such a mix describes neither outcome (comparisons with it use a sign test)\n",
-            split.join(", ")
-        ));
+        line(
+            &mut out,
+            &format!(
+                "split outcomes: {}; a mean ± interval over such a mix describes neither outcome (comparisons with it use a sign test)",
+                split.join(", ")
+            ),
+        );
     }
     if summaries.iter().any(|v| v.reason("recovered_fraction") == Some(crate::metrics::DISTURBANCE_TO_END)) {
-        out.push_str("recovery —: the disturbance lasts to the end of the run, so there is no after to recover in\n");
+        line(&mut out, "recovery —: the disturbance lasts to the end of the run, so there is no after to recover in");
     }
-    if cols.iter().any(|c| c.metric == "recovered_fraction")
+    if cols.iter().any(|c| c.path == "recovered_fraction")
         && summaries.iter().any(|v| v.reason("recovered_fraction") == Some(NEVER_HEALTHY))
     {
-        out.push_str("never healthy: already overloaded before the first disturbance (a service got more than it can serve, or goodput was below 95% of offered intents), so there is nothing to recover to\n");
+        line(
+            &mut out,
+            "never healthy: already overloaded before the first disturbance (a service got more than it can serve, or goodput was below 95% of offered intents), so there is nothing to recover to",
+        );
     }
     out
 }
 
-/// The same table in Markdown.
-pub fn render_markdown(summaries: &[VariantSummary], show: &[String]) -> String {
-    let (header, body) = rows(summaries, &columns(summaries, show));
-    let esc = |r: &[String]| r.iter().map(|c| super::markdown::cell(c)).collect::<Vec<_>>().join(" | ");
-    let mut out = format!("| {} |\n", esc(&header));
-    out.push_str(&format!(
-        "|{}|\n",
-        header.iter().enumerate().map(|(i, _)| if i == 0 { "---" } else { "---:" }).collect::<Vec<_>>().join("|")
-    ));
-    for r in body {
-        out.push_str(&format!("| {} |\n", esc(&r)));
-    }
-    out
+/// The same table in Markdown (the same columns as the terminal's).
+pub fn render_markdown(summaries: &[VariantSummary], o: &TableOptions) -> String {
+    use super::layout::{WIDTH, layout, markdown_table, rows};
+    let src = super::layout::Variants(summaries);
+    let l = layout(&src, o.show, o.answer, (!o.wide).then_some(WIDTH));
+    markdown_table(&rows(&src, &l.columns))
 }
 
 /// `summary.csv`: one row per variant; every metric's mean and CI bounds.

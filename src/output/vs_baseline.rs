@@ -4,21 +4,30 @@
 //! intents fast can look faster while it is worse.
 
 use super::VariantSummary;
-use super::columns::{BUSINESS, Column, Style};
+use super::answer::PathColumn;
+use super::columns::{BUSINESS, Style};
 use super::differences::Difference;
-use super::table::{align, columns, fmt_half, fmt_value};
+use super::layout::align;
+use super::layout::{Variants, WIDTH, layout, width, wrap};
+use super::table::{TableOptions, fmt_half, fmt_value};
 
-/// The columns of the block: the headline comparisons, then the business
-/// metrics the table shows.
-pub fn block_columns(summaries: &[VariantSummary], show: &[String]) -> Vec<Column> {
-    let shown = columns(summaries, show);
-    let pick = |m: &str| shown.iter().find(|c| c.metric == m).copied();
-    let mut cols: Vec<Column> =
-        ["success_rate", "goodput_per_s", "attempts_per_intent", "amplification", "latency_p99_s", "latency_all_p99_s"]
-            .iter()
-            .filter_map(|m| pick(m))
-            .collect();
-    cols.extend(BUSINESS.iter().filter(|b| shown.contains(b)));
+/// The columns of the block: the answer metrics, then the headline
+/// comparisons and the business metrics the table shows (the table's
+/// columns as they are before fitting a width).
+pub fn block_columns(summaries: &[VariantSummary], show: &[String], answer: &[String]) -> Vec<PathColumn> {
+    let l = layout(&Variants(summaries), show, answer, None);
+    let mut cols: Vec<PathColumn> = l.columns[..l.answers].to_vec();
+    let headline = ["success_rate", "goodput_per_s", "attempts_per_intent", "amplification", "latency_p99_s"];
+    let more = headline.iter().copied().chain(["latency_all_p99_s"]).chain(BUSINESS.iter().map(|b| b.metric));
+    for m in more {
+        if !cols.iter().any(|c| c.path == m) && l.columns.iter().any(|c| c.path == m) {
+            cols.push(PathColumn::of(m));
+        }
+    }
+    // attempts/intent equal to amplification is said once, in the table and here.
+    if l.same_as.iter().any(|(a, _)| a == "attempts/intent") {
+        cols.retain(|c| c.path != "attempts_per_intent");
+    }
     cols
 }
 
@@ -32,7 +41,7 @@ fn diff_text(diff: &Difference, base_mean: Option<f64>, style: Style) -> String 
     if let Some(h) = d.half_width() {
         text.push_str(&format!(" ±{}", fmt_half(h, style)));
     }
-    if let Some(b) = base_mean.filter(|b| b.abs() > 1e-12 && style != Style::Percent) {
+    if let Some(b) = base_mean.filter(|b| b.abs() > 1e-12 && !matches!(style, Style::Percent | Style::Runs)) {
         text.push_str(&format!(" ({sign}{:.0}%)", m / b * 100.0));
     }
     let equivalent = diff.equivalence.is_some_and(|e| e.equivalent());
@@ -69,42 +78,60 @@ fn equivalence_legend(summaries: &[VariantSummary]) -> String {
 }
 
 /// The block, or nothing with a single variant.
-pub fn render_vs_baseline(summaries: &[VariantSummary], show: &[String]) -> String {
+pub fn render_vs_baseline(summaries: &[VariantSummary], o: &TableOptions) -> String {
     let others: Vec<&VariantSummary> = summaries.iter().filter(|v| !v.vs_baseline.is_empty()).collect();
     if others.is_empty() {
         return String::new();
     }
-    let cols = block_columns(summaries, show);
+    let mut cols = block_columns(summaries, o.show, o.answer);
+    let answers = layout(&Variants(summaries), o.show, o.answer, None).answers.min(cols.len());
     let base = summaries.iter().find(|v| v.vs_baseline.is_empty());
-    let mut header = vec!["variant".to_string()];
-    header.extend(cols.iter().map(|c| c.header.to_string()));
-    let mut rows = vec![header];
-    for v in others {
-        let mut row = vec![v.name.clone()];
-        for c in &cols {
-            let base_mean = base.and_then(|b| b.metric(c.metric)).and_then(|s| s.mean);
-            let mut text = v.difference(c.metric).map_or_else(|| "—".into(), |d| diff_text(d, base_mean, c.style));
-            let faster = v.difference(c.metric).and_then(|d| d.summary.mean).is_some_and(|m| m < 0.0);
-            if faster && success_only_latency(c.metric) {
-                let success = v.difference("success_rate").and_then(|d| d.summary.mean);
-                text.push_str(&match success {
-                    Some(s) => {
-                        format!(" with success {}{}", if s > 0.0 { "+" } else { "" }, fmt_value(s, Style::Percent))
-                    }
-                    None => " with success —".into(),
-                });
+    let table = |cols: &[PathColumn]| -> Vec<Vec<String>> {
+        let mut header = vec!["variant".to_string()];
+        header.extend(cols.iter().map(|c| c.header.clone()));
+        let mut rows = vec![header];
+        for v in &others {
+            let mut row = vec![v.name.clone()];
+            for c in cols {
+                row.push(diff_cell(v, base, c));
             }
-            row.push(text);
+            rows.push(row);
         }
-        rows.push(row);
+        rows
+    };
+    // Fit the width as the table does: the answer columns stay.
+    let mut dropped = Vec::new();
+    while !o.wide && cols.len() > answers && width(&table(&cols)) > WIDTH {
+        dropped.push(cols.remove(cols.len() - 1).header);
     }
-    format!(
-        "\nvs baseline \"{}\": paired difference ±95% CI (same random numbers per replication); n.s. = no significant difference at this n (Holm over {} comparisons){}\n{}",
+    let mut legend = format!(
+        "vs baseline \"{}\": paired difference ±95% CI (same random numbers per replication); n.s. = no significant difference at this n (Holm over {} comparisons){}",
         base.map(|b| b.name.as_str()).unwrap_or(""),
         super::differences::family_size(summaries),
         equivalence_legend(summaries),
-        align(&rows)
-    )
+    );
+    if !dropped.is_empty() {
+        dropped.reverse();
+        legend.push_str(&format!("; left out to fit {WIDTH} characters: {} (--wide)", dropped.join(", ")));
+    }
+    let legend = if o.wide { legend + "\n" } else { wrap(&legend, WIDTH) };
+    format!("\n{legend}{}", align(&table(&cols)))
+}
+
+/// The block's cell of column `c` for variant `v`.
+fn diff_cell(v: &VariantSummary, base: Option<&VariantSummary>, c: &PathColumn) -> String {
+    let base_mean = base.and_then(|b| super::answer::lookup(b, &c.path)).and_then(|s| s.mean);
+    let d = v.difference(&c.path);
+    let mut text = d.map_or_else(|| "—".into(), |d| diff_text(d, base_mean, c.style));
+    let faster = d.and_then(|d| d.summary.mean).is_some_and(|m| m < 0.0);
+    if faster && success_only_latency(&c.path) {
+        let success = v.difference("success_rate").and_then(|d| d.summary.mean);
+        text.push_str(&match success {
+            Some(s) => format!(" with success {}{}", if s > 0.0 { "+" } else { "" }, fmt_value(s, Style::Percent)),
+            None => " with success —".into(),
+        });
+    }
+    text
 }
 
 /// Latency of successful intents only (it can fall because intents fail).
