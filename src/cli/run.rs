@@ -225,13 +225,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let replications = set.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);
     let (show, answer) = (exp.show(), exp.answer());
     let table = output::table::TableOptions { show: &show, answer: &answer, question: exp.question(), wide: args.wide };
+    let fit = |text: String| if args.wide { text } else { output::layout::wrap_lines(&text, output::layout::WIDTH) };
     match args.sim.format {
         Format::Table => print!(
             "{}{}{}{}",
             output::table::render_text(&summaries, replications, &table) + &precision_line(precision.as_ref()),
             output::vs_baseline::render_vs_baseline(&summaries, &table),
-            output::notes::render_identical(&summaries),
-            output::notes::render_breakdown(&summaries)
+            fit(output::notes::render_identical(&summaries)),
+            fit(output::notes::render_breakdown(&summaries))
         ),
         Format::Markdown => print!("{}", output::table::render_markdown(&summaries, &table)),
         Format::Csv => print!("{csv}"),

@@ -15,6 +15,7 @@ use crate::metrics::{EDGE_METRICS, EFFECT_METRICS, HOST_METRICS, METRICS, SERVIC
 /// effects can answer with, in summary.json's order.
 pub fn paths(clients: &[ClientSpec], services: &[ServiceSpec], edges: &[EdgeSpec], effects: &[String]) -> Vec<String> {
     let mut out: Vec<String> = METRICS.iter().map(|m| m.to_string()).collect();
+    out.push("recovery_time_median_s".into());
     for c in clients {
         out.extend(METRICS.iter().map(|m| format!("clients.{}.{m}", c.name)));
     }
@@ -38,7 +39,7 @@ pub fn paths(clients: &[ClientSpec], services: &[ServiceSpec], edges: &[EdgeSpec
 /// What [`paths`] allows, in words, for an error message.
 pub fn allowed(clients: &[ClientSpec], services: &[ServiceSpec], edges: &[EdgeSpec], effects: &[String]) -> String {
     let names = |v: Vec<&str>| v.join(", ");
-    let mut parts = vec![format!("a headline metric ({})", METRICS.join(", "))];
+    let mut parts = vec![format!("a headline metric ({}, recovery_time_median_s)", METRICS.join(", "))];
     parts.push(format!(
         "clients.NAME.METRIC with NAME one of {} and METRIC a headline metric",
         names(clients.iter().map(|c| c.name.as_str()).collect())

@@ -151,14 +151,17 @@ pub fn cell_of(src: &dyn Source, i: usize, c: &PathColumn) -> String {
     }
 }
 
-/// Whether two columns hold the same numbers in every variant.
+/// Whether two columns of one kind hold the same numbers, not all zero, in every variant.
 fn same(src: &dyn Source, a: &str, b: &str) -> bool {
+    if PathColumn::of(a).style != PathColumn::of(b).style {
+        return false;
+    }
     let mut any = false;
     let all = (0..src.count()).all(|i| {
         let (x, y) = (src.summary(i, a), src.summary(i, b));
         match (x.and_then(|s| s.mean), y.and_then(|s| s.mean)) {
             (Some(x), Some(y)) => {
-                any = true;
+                any |= x != 0.0;
                 (x - y).abs() <= 1e-12 * (1.0 + x.abs())
             }
             (None, None) => true,
@@ -294,6 +297,28 @@ pub fn wrap(text: &str, width: usize) -> String {
     }
     out.push_str(&line);
     out.push('\n');
+    out
+}
+
+/// Every line of `text` wrapped to `width` characters, continuation lines
+/// indented by two spaces.
+pub fn wrap_lines(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.chars().count() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let wrapped = wrap(line, width - 2);
+        for (i, l) in wrapped.lines().enumerate() {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
     out
 }
 
