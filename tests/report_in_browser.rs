@@ -51,7 +51,12 @@ const PROBE: &str = r#"<script id="probe">(function () {
   var external = [];
   document.querySelectorAll('[src],[href],link,img,iframe,object,embed').forEach(function (el) { external.push(el.outerHTML.slice(0, 80)); });
   document.querySelectorAll('script').forEach(function (el) { if (el.id !== 'probe') external.push('script'); });
-  var res = { width: W, scroll_width: document.documentElement.scrollWidth, over: over.slice(0, 20), charts: charts, external: external };
+  var scrolling = [];
+  document.querySelectorAll('body *').forEach(function (el) {
+    var o = getComputedStyle(el).overflowX;
+    if ((o === 'auto' || o === 'scroll') && el.scrollWidth > el.clientWidth + 1) scrolling.push(el.tagName + ' ' + el.scrollWidth + ' > ' + el.clientWidth);
+  });
+  var res = { width: W, scroll_width: document.documentElement.scrollWidth, over: over.slice(0, 20), charts: charts, external: external, scrolling: scrolling };
   var pre = document.createElement('pre');
   pre.id = 'probe-result';
   pre.textContent = 'PROBE' + JSON.stringify(res) + 'PROBE';
@@ -84,11 +89,24 @@ fn probe(browser: &Path, html: &Path, width: u32, scratch: &Path) -> Value {
     serde_json::from_str(&json).unwrap_or_else(|e| panic!("probe result is not JSON ({e}): {json}"))
 }
 
-fn check(browser: &Path, html: &Path, figures: usize, scratch: &Path) {
+/// `figures`: how many charts the page has (`None`: at least one).
+fn check(browser: &Path, html: &Path, figures: Option<usize>, scratch: &Path) {
     for width in [1280, 800] {
         let r = probe(browser, html, width, scratch);
         let charts = r["charts"].as_array().unwrap();
-        assert_eq!(charts.len(), figures, "{}: figures at {width}px: {r}", html.display());
+        match figures {
+            Some(n) => assert_eq!(charts.len(), n, "{}: figures at {width}px: {r}", html.display()),
+            None => assert!(!charts.is_empty(), "{}: no figure at {width}px: {r}", html.display()),
+        }
+        // At a review's 1280 px nothing scrolls sideways, not even inside its own box.
+        if width == 1280 {
+            assert_eq!(
+                r["scrolling"].as_array().unwrap().len(),
+                0,
+                "{}: a box scrolls sideways at 1280px: {r}",
+                html.display()
+            );
+        }
         for c in charts {
             assert_eq!(c["shown"], true, "{}: chart not visible at {width}px: {c}", html.display());
             assert!(c["texts"].as_u64().unwrap() > 5, "chart without its text: {c}");
@@ -140,6 +158,41 @@ fn reports_load_offline_with_every_chart_visible_and_nothing_wider_than_the_page
         .unwrap();
     assert!(status.success());
     assert!(Command::new(bin).args(["report", "-q"]).arg(&sweep).status().unwrap().success());
-    check(&browser, &run.join("report.html"), 7, tmp.path());
-    check(&browser, &sweep.join("report.html"), 5, tmp.path());
+    // A tune over a small space, and a frontier.
+    let tune_exp = tmp.path().join("tune.toml");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/tune-sdk.toml")).unwrap();
+    let exp_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments");
+    let (head, _) = text.rsplit_once("[tune.space]").unwrap();
+    let head = head
+        .replace("../policies/", &format!("{exp_dir}/../policies/"))
+        .replace("scenarios = [\"normal-day.toml\", ", &format!("scenarios = [\"{exp_dir}/normal-day.toml\", "))
+        .replace("\"bad-day-spike.toml\"", &format!("\"{exp_dir}/bad-day-spike.toml\""))
+        .replace("\"bad-day-brownout.toml\"", &format!("\"{exp_dir}/bad-day-brownout.toml\""));
+    std::fs::write(&tune_exp, format!("{head}[tune.space]\nmax_attempts = [2, 3]\n")).unwrap();
+    let tune = tmp.path().join("tune");
+    let status = Command::new(bin)
+        .arg("tune")
+        .arg(&tune_exp)
+        .args(["--replications", "1", "-q", "--out"])
+        .arg(&tune)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(Command::new(bin).args(["report", "-q"]).arg(&tune).status().unwrap().success());
+    let frontier = tmp.path().join("frontier");
+    let status = Command::new(bin)
+        .args(["frontier", concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/frontier.toml")])
+        .args(["--trigger", "spike", "--size", "1.5,2", "--replications", "2", "--variant", "immediate retries"])
+        .args(["-q", "--out"])
+        .arg(&frontier)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(Command::new(bin).args(["report", "-q"]).arg(&frontier).status().unwrap().success());
+    check(&browser, &run.join("report.html"), Some(7), tmp.path());
+    check(&browser, &sweep.join("report.html"), Some(5), tmp.path());
+    check(&browser, &tune.join("report.html"), None, tmp.path());
+    check(&browser, &frontier.join("report.html"), None, tmp.path());
 }

@@ -258,3 +258,79 @@ fn a_never_healthy_baseline_is_named_in_the_report_and_the_sweep() {
     let sweep = std::fs::read_to_string(dir.path().join("s/sweep.json")).unwrap();
     assert!(sweep.contains("\"reason\": \"never_healthy\""), "{sweep}");
 }
+
+/// Every shipped experiment's table leads with its answer and fits 120
+/// characters up to its first blank line (legend included).
+#[test]
+fn every_shipped_table_leads_with_its_answer_and_fits_120_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(root().join("experiments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    for file in files {
+        let name = file.file_stem().unwrap().to_str().unwrap().to_string();
+        let out = dir.path().join(&name);
+        let (code, table, err) = retrysim(&[
+            "run",
+            file.to_str().unwrap(),
+            "--replications",
+            "2",
+            "--no-plots",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{name}: {err}");
+        for line in table.lines().take_while(|l| !l.is_empty()) {
+            assert!(line.chars().count() <= 120, "{name}: {} characters: {line}", line.chars().count());
+        }
+        // The answer's headers come right after `variant`, in order.
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        let answer: Vec<String> = summary["experiment"]["answer"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| retrysim::output::answer::PathColumn::of(p.as_str().unwrap()).header)
+            .collect();
+        let cells: Vec<&str> = header(&table).split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+        assert_eq!(&cells[1..=answer.len()], answer.as_slice(), "{name}: {table}");
+        assert!(table.starts_with("question: "), "{name}: {table}");
+    }
+}
+
+#[test]
+fn an_unknown_answer_path_is_refused_naming_the_field_and_what_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = retrysim(&[
+        "run",
+        "experiments/priority-shedding.toml",
+        "--out",
+        dir.path().join("o").to_str().unwrap(),
+        "--set",
+        r#"experiment.answer=["success_rate", "clients.nobody.success_rate"]"#,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("experiment.answer[1]") && err.contains("\"clients.nobody.success_rate\""), "{err}");
+    assert!(err.contains("clients.NAME.METRIC with NAME one of user, background"), "{err}");
+    assert!(!dir.path().join("o").exists(), "nothing is written");
+    // --wide prints every column: wider than 120, the answer still first.
+    let (code, table, err) = retrysim(&[
+        "run",
+        "experiments/priority-shedding.toml",
+        "--replications",
+        "2",
+        "--no-plots",
+        "-q",
+        "--wide",
+        "--out",
+        dir.path().join("w").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let h = header(&table);
+    assert!(h.starts_with("variant") && h.contains("user success  background success") && h.contains("p99.9"), "{h}");
+    assert!(h.chars().count() > 120, "{h}");
+}

@@ -7,7 +7,7 @@ mod page;
 mod sweep;
 mod tune;
 
-pub use answer::{answer_sentences, question, with_unit};
+pub use answer::{answer_sentences, question, unit, with_unit};
 
 pub use page::{Page, esc};
 pub use sweep::write_sweep_report;

@@ -1,4 +1,4 @@
-"""Loading a retrysim policy file (DESIGN §2 and §8.1) with tomllib.
+"""Loading a retrysim policy file (docs/experiment-format.md, the policy table) with tomllib.
 
 Durations become integer nanoseconds; ``NEVER`` stands for "no limit".
 Only what the decision needs is kept; validation is the Rust crate's job

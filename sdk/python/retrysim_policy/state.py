@@ -1,4 +1,4 @@
-"""The retry decision (DESIGN §4's order) and one call's state, against an
+"""The retry decision (in the order the Rust crate retrysim-policy decides) and one call's state, against an
 injected clock (``now`` in nanoseconds) and injected random draws."""
 
 from __future__ import annotations

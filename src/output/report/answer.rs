@@ -11,18 +11,23 @@ use crate::output::layout::{Json, Source};
 use crate::output::table::{fmt_interval, fmt_value};
 use serde_json::Value;
 
+/// The unit written after a value of the metric at `path` (empty where
+/// the value carries it: `93.70%`, `1.85s`).
+pub fn unit(path: &str, style: Style) -> &'static str {
+    let metric = path.rsplit('.').next().unwrap_or(path);
+    match style {
+        Style::Percent | Style::Seconds | Style::Recovery | Style::Runs => "",
+        _ if metric == "amplification" => " requests per intent",
+        _ if metric.ends_with("_per_s") => " per second",
+        _ if metric.ends_with("_per_intent") => " per intent",
+        _ if metric == "queue_len" => " requests queued",
+        _ => " per run",
+    }
+}
+
 /// A value with its unit: `93.70%`, `1.85s`, `1.469 requests per intent`.
 pub fn with_unit(path: &str, x: f64, style: Style) -> String {
-    let metric = path.rsplit('.').next().unwrap_or(path);
-    let v = fmt_value(x, style);
-    match style {
-        Style::Percent | Style::Seconds | Style::Recovery | Style::Runs => v,
-        _ if metric == "amplification" => format!("{v} requests per intent"),
-        _ if metric.ends_with("_per_s") => format!("{v} per second"),
-        _ if metric.ends_with("_per_intent") => format!("{v} per intent"),
-        _ if metric == "queue_len" => format!("{v} requests queued"),
-        _ => format!("{v} per run"),
-    }
+    format!("{}{}", fmt_value(x, style), unit(path, style))
 }
 
 /// A paired test of `b` against `a`: the difference b − a and its p-value
@@ -64,8 +69,9 @@ fn verdict(src: &Json, path: &str) -> Option<Verdict> {
             return crate::output::table::cell(Some(s), None, c.style);
         }
         let interval = fmt_interval(s, c.style);
-        let v = with_unit(path, mean(i), c.style);
-        if interval.is_empty() { v } else { format!("{v} {interval}") }
+        let v = fmt_value(mean(i), c.style);
+        let v = if interval.is_empty() { v } else { format!("{v} {interval}") };
+        format!("{v}{}", unit(path, c.style))
     };
     let name = |i: usize| format!("\"{}\"", src.name(i));
     // Every other variant against the best, Holm over them.
@@ -84,7 +90,7 @@ fn verdict(src: &Json, path: &str) -> Option<Verdict> {
             leaders.push(*i);
         }
     }
-    let what = format!("{} ({path})", c.header);
+    let what = if c.header == path { c.header.clone() } else { format!("{} ({path})", c.header) };
     let sentence = match tests.first() {
         None => format!("{what}: {} {}.", name(best), shown(best)),
         Some((second, d, _)) => {
@@ -94,7 +100,12 @@ fn verdict(src: &Json, path: &str) -> Option<Verdict> {
                     format!("paired difference {m:+.2} {i} points", m = m * 100.0)
                 }
                 (Some(m), i) => {
-                    format!("paired difference {}{} {i}", if m > 0.0 { "+" } else { "" }, fmt_value(m, c.style))
+                    format!(
+                        "paired difference {}{} {i}{}",
+                        if m > 0.0 { "+" } else { "" },
+                        fmt_value(m, c.style),
+                        unit(path, c.style)
+                    )
                 }
                 (None, _) => "no paired difference".to_string(),
             };

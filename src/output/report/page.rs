@@ -19,7 +19,7 @@ const STYLE: &str = "body{font-family:sans-serif;max-width:1200px;margin:2em aut
 .table{overflow-x:auto;max-width:100%;margin:1em 0}table{border-collapse:collapse;font-size:.9em}\
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:right;white-space:nowrap}\
 td:first-child,th:first-child{text-align:left}\
-pre{background:#f6f6f6;padding:1em;overflow:auto;max-width:100%;box-sizing:border-box}\
+pre{background:#f6f6f6;padding:1em;overflow:auto;max-width:100%;box-sizing:border-box;white-space:pre-wrap;overflow-wrap:anywhere}\
 figure{margin:2em 0}svg{display:block;width:100%;max-width:100%;height:auto}\
 figcaption{color:#444;margin-top:.5em}p,li{overflow-wrap:anywhere}";
 
