@@ -12,6 +12,7 @@ pub mod frontier_report;
 pub mod manifest;
 pub mod markdown;
 pub mod notes;
+pub mod numbers;
 pub mod plain_table;
 pub mod report;
 pub mod shards;
