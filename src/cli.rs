@@ -79,6 +79,7 @@ pub enum Command {
     /// smallest spike, brownout, slowdown or outage the design does not recover from.
     #[command(
         display_order = 50,
+        mut_arg("out", |a| a.help("Output folder: frontier.json, frontier.csv and the chart go into it [default: out/<experiment-stem>/frontier/]")),
         after_help = "Examples:\n  retrysim frontier experiments/frontier.toml --trigger spike\n  retrysim frontier exp.toml --trigger brownout --load 0.5..1:6 --length 5s,10s,20s\n  retrysim frontier exp.toml --trigger outage --size 0s..30s:31 --shard 1/4 --out out/f1"
     )]
     Frontier(frontier::FrontierArgs),
@@ -86,6 +87,7 @@ pub enum Command {
     /// (direct simulation, or multilevel splitting when collapses are rare).
     #[command(
         display_order = 55,
+        mut_arg("out", |a| a.help("Output folder: collapse-rate.json and the chart go into it [default: out/<experiment-stem>/collapse-rate/]")),
         after_help = "Examples:\n  retrysim collapse-rate experiments/collapse-rate.toml\n  retrysim collapse-rate exp.toml --method splitting --trials 400"
     )]
     CollapseRate(collapse_rate::CollapseRateArgs),
@@ -122,7 +124,7 @@ pub enum Command {
     #[command(
         display_order = 10,
         name = "import-traces",
-        after_help = "Every inferred value carries a comment saying what it was read from; what was dropped is said on stderr and in the file.\n\nExamples:\n  retrysim import-traces api.jsonl backend.jsonl --out exp.toml\n  retrysim import-traces traces/*.jsonl --out exp.toml --workers backend=4\n  retrysim run exp.toml --compare-traces api.jsonl backend.jsonl"
+        after_help = "Every inferred value carries a comment saying what it was read from; what was dropped is said on stderr and in the file.\n\nExamples (with the sample traces in experiments/traces/):\n  retrysim import-traces experiments/traces/*.jsonl --out exp.toml\n  retrysim import-traces experiments/traces/loadgen.jsonl experiments/traces/api.jsonl \\\n      experiments/traces/backend.jsonl --out exp.toml --workers backend=4\n  retrysim run exp.toml --compare-traces experiments/traces/*.jsonl"
     )]
     ImportTraces(traces::ImportTracesArgs),
     /// Conformance vectors of a policy file for SDK authors (docs/vectors.md): cases of outcomes,
@@ -151,7 +153,8 @@ pub struct ExperimentArgs {
     /// Override a field: KEY=VALUE, e.g. services.api.workers=32 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Say nothing on stderr but errors.
+    /// No progress or summary lines on stderr; errors and findings (lint
+    /// warnings) are still printed.
     #[arg(short, long)]
     pub quiet: bool,
 }

@@ -21,5 +21,6 @@ pub mod policy;
 pub mod progress;
 pub mod teardown;
 pub mod traces;
+pub mod words;
 
 pub use error::InputError;

@@ -14,6 +14,7 @@ pub mod layout;
 pub mod manifest;
 pub mod markdown;
 pub mod notes;
+pub mod numbers;
 pub mod plain_table;
 pub mod report;
 pub mod shards;

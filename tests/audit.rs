@@ -1,6 +1,7 @@
 //! `retrysim audit` passes a durable, atomic, keyed design and fails, with
 //! exit status 1 and a counterexample trace, a memory ledger, a missing
-//! key, a lease of "never" and a ttl shorter than a caller's retry window.
+//! key, a lease of "never" and a ttl shorter than a caller's retry window;
+//! without `--variant` it audits every variant, one section each.
 
 use std::process::Command;
 
@@ -18,7 +19,7 @@ fn failing_lines(stdout: &str) -> Vec<&str> {
 
 #[test]
 fn a_durable_atomic_keyed_design_passes_every_breakpoint() {
-    let (code, out) = audit(&[]);
+    let (code, out) = audit(&["--variant", "durable, atomic, 5 s lease"]);
     assert_eq!(code, 0, "{out}");
     for bp in [
         "response lost after commit",
@@ -93,7 +94,7 @@ fn a_lease_of_never_leaves_stuck_placeholders() {
 #[test]
 fn a_ttl_shorter_than_a_callers_retry_window_fails() {
     assert_fails(
-        &["--set", "services.orders.idempotency.ttl=10s"],
+        &["--set", "services.orders.idempotency.ttl=10s", "--variant", "durable, atomic, 5 s lease"],
         "key resent just after its expiry",
         "retry window outlasts",
         false,
@@ -108,4 +109,49 @@ fn a_non_atomic_ledger_fails_the_crash_between_write_and_record() {
         "one effect",
         true,
     );
+}
+
+/// The variants of crash-recovery.toml, in file order.
+const VARIANTS: [&str; 4] =
+    ["durable, atomic, 5 s lease", "memory", "durable, not atomic", "durable, atomic, lease never"];
+
+#[test]
+fn every_variant_is_audited_by_default_each_in_a_section_that_names_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_retrysim")).arg("audit").arg(EXP).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert_eq!(out.status.code(), Some(1), "three variants fail a check:\n{stdout}");
+    // The answer first: which variants fail, which pass.
+    let first = stdout.lines().next().unwrap();
+    assert!(first.starts_with("audit of 4 variants: \"memory\" fails 1 of "), "{first}");
+    assert!(first.ends_with("; \"durable, atomic, 5 s lease\" passes all 10 checks"), "{first}");
+    // One section per variant, in file order, each under its name and verdict.
+    let mut at = 0;
+    for v in VARIANTS {
+        let header = format!("\nvariant \"{v}\" ");
+        let found =
+            stdout[at..].find(&header).unwrap_or_else(|| panic!("no section for {v} after byte {at}:\n{stdout}"));
+        at += found + header.len();
+    }
+    assert!(stdout.contains("variant \"memory\" fails 1 of 10 checks:\nbreakpoint "), "{stdout}");
+    assert!(stderr.contains("audit of 4 variants: "), "{stderr}");
+    assert!(stderr.contains(" failed (\"memory\" 1, "), "{stderr}");
+    // JSON: each finding names its variant; every variant is listed.
+    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .arg("audit")
+        .arg(EXP)
+        .args(["--format", "json", "-q"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["passed"], false);
+    let names: Vec<&str> = doc["variants"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, VARIANTS);
+    for f in doc["findings"].as_array().unwrap() {
+        assert!(VARIANTS.contains(&f["variant"].as_str().unwrap()), "{f}");
+    }
+    // --variant picks one; it is named too.
+    let (code, out) = audit(&["--variant", "memory"]);
+    assert_eq!(code, 1);
+    assert!(out.starts_with("variant \"memory\" fails 1 of 10 checks:\n"), "{out}");
+    assert!(!out.contains("durable"), "{out}");
 }

@@ -78,3 +78,21 @@ fn where_collapses_are_rare_splitting_reaches_50_percent_with_ten_times_fewer_ev
     assert!(half <= 0.5, "±{half}");
     assert!(events * 10.0 <= direct_events, "{events} vs {direct_events}");
 }
+
+#[test]
+fn out_is_the_folder_the_files_go_into_and_the_help_names_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out/collapse-rate");
+    let o = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .args(["collapse-rate", EXP, "-q", "--method", "direct", "--hours", "0.1", "--max-hours", "0.1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.join("collapse-rate.json").is_file());
+    assert!(out.join("collapse_rate.png").is_file());
+    assert!(!out.join("collapse-rate").exists(), "a folder nested in --out");
+    let help = Command::new(env!("CARGO_BIN_EXE_retrysim")).args(["collapse-rate", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("[default: out/<experiment-stem>/collapse-rate/]"), "{help}");
+}

@@ -207,3 +207,84 @@ fn an_equivalence_margin_tells_no_difference_from_not_enough_runs() {
     .to_string();
     assert!(bad.contains("experiment.equivalence.latency_p99_s") && bad.contains("not one"), "{bad}");
 }
+
+/// A variant summary with these metrics (mean, interval) and these
+/// differences to the baseline (mean, interval, adjusted p).
+fn summary_of(
+    name: &str,
+    metrics: &[(&str, f64, (f64, f64))],
+    diffs: &[(&str, f64, (f64, f64), f64)],
+) -> retrysim::output::VariantSummary {
+    use retrysim::analysis::Summary;
+    use retrysim::output::differences::Difference;
+    let s = |m: f64, ci: (f64, f64)| Summary { mean: Some(m), ci95: Some(ci), values: vec![Some(m); 5] };
+    retrysim::output::VariantSummary {
+        name: name.into(),
+        policy: String::new(),
+        metrics: metrics.iter().map(|(k, m, ci)| (k.to_string(), s(*m, *ci))).collect(),
+        reasons: Default::default(),
+        amplification_service: "api".into(),
+        clients: Vec::new(),
+        edges: Vec::new(),
+        services: Vec::new(),
+        effects: Vec::new(),
+        failures: Default::default(),
+        denials: Default::default(),
+        latency_cdf: Vec::new(),
+        vs_baseline: diffs
+            .iter()
+            .map(|(k, m, ci, p)| {
+                (
+                    k.to_string(),
+                    Difference { summary: s(*m, *ci), p: Some(*p), p_adjusted: Some(*p), equivalence: None },
+                )
+            })
+            .collect(),
+        baseline: String::new(),
+        degraded_by: Default::default(),
+    }
+}
+
+#[test]
+fn a_difference_in_the_vs_baseline_block_reads_right_on_its_own() {
+    let base = summary_of(
+        "base",
+        &[
+            ("success_rate", 0.98, (0.97, 0.99)),
+            ("amplification", 1.02, (1.019, 1.021)),
+            ("latency_p99_s", 0.5447, (0.5407, 0.5487)),
+            ("latency_all_p99_s", 0.5448, (0.5408, 0.5488)),
+            // 0.6 orphans per replication, the interval down to 0.
+            ("orphan_commits", 0.6, (0.0, 2.3)),
+            ("duplicate_intents", 319.4, (298.9, 339.9)),
+        ],
+        &[],
+    );
+    let tiny = 1e-10;
+    let other = summary_of(
+        "other",
+        &[("orphan_commits", 319.4, (298.9, 339.9)), ("duplicate_intents", 0.0, (0.0, 0.0))],
+        &[
+            ("success_rate", 1e-9, (-1e-9, 3e-9), 0.9),
+            ("amplification", -1e-6, (-2e-6, 0.0), 0.01),
+            // A half-width that rounds to nothing, beside milliseconds.
+            ("latency_p99_s", -0.0447, (-0.0447 - tiny, -0.0447 + tiny), 0.001),
+            ("latency_all_p99_s", 0.0, (-tiny, tiny), 0.9),
+            ("orphan_commits", 318.8, (297.1, 340.5), 0.001),
+            ("duplicate_intents", -319.4, (-339.9, -298.9), 0.001),
+        ],
+    );
+    let block = retrysim::output::vs_baseline::render_vs_baseline(&[base, other], &[]);
+    let row = block.lines().find(|l| l.starts_with("other")).unwrap_or_else(|| panic!("{block}"));
+    let cells: Vec<&str> = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(cells[0], "other", "{block}");
+    assert_eq!(cells[1], "0.00% ±0.00 n.s.", "no sign on a change that rounds to nothing:\n{block}");
+    // goodput/s and attempts/intent: no numbers here.
+    assert_eq!(cells[2..4], ["—", "—"], "{block}");
+    assert_eq!(cells[4], "0.000 ±0.000 (0%)", "{block}");
+    assert_eq!(cells[5], "-44.7ms ±0.0ms (-8%) with success 0.00%", "a zero half-width in the value's unit:\n{block}");
+    assert_eq!(cells[6], "0s ±0s (0%) n.s.", "{block}");
+    assert_eq!(cells[7], "-319.4 ±20.5 (-100%)", "{block}");
+    assert_eq!(cells[8], "+318.8 ±21.7", "no relative change against a baseline indistinguishable from 0:\n{block}");
+    assert!(!block.contains("µs") && !block.contains("-0.000") && !block.contains("+0.00%"), "{block}");
+}

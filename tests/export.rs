@@ -499,7 +499,7 @@ fn the_command_prints_the_translation_on_stdout_and_the_losses_on_stderr() {
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is only the JSON");
     assert_eq!(v["methodConfig"][0]["retryPolicy"]["maxAttempts"], 3);
-    assert!(stderr.contains("5 field(s) not carried over"), "{stderr}");
+    assert!(stderr.contains("5 fields not carried over"), "{stderr}");
     assert!(stderr.contains("  per_try_timeout: 1s: gRPC has no per-attempt timeout"), "{stderr}");
 
     let (code, stdout, stderr) = cli(&[path, "--to", "aws", "--strict", "-q"]);

@@ -320,3 +320,31 @@ fn a_full_grid_of_sizes_agrees_with_the_bisection_on_sample_replications() {
         assert!(ci[0].as_f64().unwrap() <= k / 4.0 && k / 4.0 <= ci[1].as_f64().unwrap());
     }
 }
+
+#[test]
+fn out_is_the_folder_the_files_go_into_and_the_help_names_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out/frontier");
+    let (code, _, err) = retrysim(&[
+        "frontier",
+        FRONTIER,
+        "--trigger",
+        "spike",
+        "--size",
+        "1,2",
+        "--set",
+        "experiment.replications=2",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for file in ["frontier.json", "frontier.csv", "frontier.png"] {
+        assert!(out.join(file).is_file(), "no {file} in --out");
+    }
+    assert!(!out.join("frontier").exists(), "a folder nested in --out");
+    // Without --out: out/<experiment-stem>/frontier/, as the help says.
+    let (_, help, _) = retrysim(&["frontier", "--help"]);
+    let help: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("[default: out/<experiment-stem>/frontier/]"), "{help}");
+}

@@ -2,7 +2,8 @@
 //! (a clean design with one field changed), the clean design itself (no
 //! findings, exit 0), a three-layer design whose worst case is 64, file
 //! attribution for policies given by path, every variant linted and named,
-//! and the output formats.
+//! the output formats, totals that count the lines printed, and `run -q`
+//! printing every finding all the same.
 
 #[path = "support/lint_run.rs"]
 mod lint_run;
@@ -163,7 +164,7 @@ fn attempts_exceed_deadline() {
     let f = only("attempts-exceed-deadline", 1, &["clients.web.policy.per_try_timeout=2s"]);
     let m = f[0]["message"].as_str().unwrap();
     assert!(m.contains("3 attempts x per_try_timeout 2s + waits up to 300ms = 6.3s exceeds the deadline 3s"), "{m}");
-    assert!(m.contains("only 1 attempt(s)"), "{m}");
+    assert!(m.contains("only 1 attempt that times out fits"), "{m}");
 }
 
 #[test]
@@ -412,7 +413,7 @@ fn over_capacity_before_any_fault() {
     );
     assert_eq!(f[0]["field"], "services.payments.workers");
     let m = f[0]["message"].as_str().unwrap();
-    assert!(m.contains("payments gets 100 requests/s before any fault (clients.web 100/s x 1 request(s) per intent) but serves at most 80/s (2 workers / 25ms per request"), "{m}");
+    assert!(m.contains("payments gets 100 requests/s before any fault (clients.web 100/s x 1 request per intent) but serves at most 80/s (2 workers / 25ms per request"), "{m}");
     assert!(m.contains("125% utilisation"), "{m}");
     assert!(f[0]["fix"].as_str().unwrap().contains("at least 4 (80% utilisation)"), "{f:?}");
     // A spike in the rate schedule is a disturbance, not the steady load.
@@ -491,7 +492,7 @@ fn formats_variants_and_bad_input() {
     assert!(out.starts_with("| severity | rule | variants | file: field | at | finding | fix |"), "{out}");
     assert!(out.contains("| warning | `memory-ledger` |"), "{out}");
     assert!(out.contains("| web | web -> api -> payments | 3 x 1 | 3 |"), "{out}");
-    assert!(err.contains("lint of \"memory\": 0 error(s), 1 warning(s)"), "{err}");
+    assert!(err.contains("lint of \"memory\": 0 errors, 1 warning\n"), "{err}");
     let (code, out, _) = cli(&["--variant", "memory", "--format", "csv", "-q"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("variant,severity,rule,file,field,at,message,fix\nmemory,warning,memory-ledger,"), "{out}");
@@ -501,4 +502,80 @@ fn formats_variants_and_bad_input() {
     let (code, _, err) = cli(&["--set", "services.api.workers=zero"]);
     assert_eq!(code, 2, "{err}");
     assert!(Path::new(&path).exists());
+}
+
+/// The rule ids `retrysim lint` finds in a shipped experiment, and the
+/// findings' count per variant.
+fn shipped_rules(name: &str) -> (Vec<String>, usize) {
+    let exp = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments").join(name);
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_retrysim")).arg("lint").arg(&exp).args(["--format", "json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = doc["findings"].as_array().unwrap();
+    let mut rules: Vec<String> = findings.iter().map(|f| f["rule"].as_str().unwrap().to_string()).collect();
+    rules.dedup();
+    (rules, findings.len())
+}
+
+#[test]
+fn run_quiet_still_prints_every_lint_finding_and_runs() {
+    // lost-response-duplicates.toml has an error (unsafe-retry) and warnings.
+    let (rules, _) = shipped_rules("lost-response-duplicates.toml");
+    assert!(rules.iter().any(|r| r == "unsafe-retry"), "{rules:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let exp = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/lost-response-duplicates.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .arg("run")
+        .arg(&exp)
+        .args(["-q", "--replications", "1", "--no-plots", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "the run goes ahead despite the error: {err}");
+    for rule in &rules {
+        assert!(err.contains(&format!("[{rule}]")), "-q hid the finding {rule}: {err}");
+    }
+    // The count first, equal to the lines that follow; no "(s)".
+    let lines: Vec<&str> =
+        err.lines().filter(|l| l.starts_with("lint error [") || l.starts_with("lint warning [")).collect();
+    let errors = lines.iter().filter(|l| l.starts_with("lint error")).count();
+    let warnings = lines.len() - errors;
+    let plural = |n: usize, w: &str| if n == 1 { format!("1 {w}") } else { format!("{n} {w}s") };
+    let head = format!("lint of 4 variants: {}, {}", plural(errors, "error"), plural(warnings, "warning"));
+    assert_eq!(err.lines().next(), Some(head.as_str()), "{err}");
+    assert!(!err.contains("(s)"), "{err}");
+    for file in ["summary.json", "summary.csv", "timeseries.csv", "experiment.toml"] {
+        assert!(out_dir.join(file).exists(), "{file} not written: {err}");
+    }
+    assert!(!String::from_utf8(out.stdout).unwrap().is_empty());
+}
+
+#[test]
+fn the_lint_total_counts_the_findings_printed() {
+    // brownout.toml: 4 variants sharing most findings.
+    let exp = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/brownout.toml");
+    let (_, per_variant) = shipped_rules("brownout.toml");
+    let lint = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_retrysim")).arg("lint").arg(&exp).args(args).output().unwrap();
+        (String::from_utf8(o.stdout).unwrap(), String::from_utf8(o.stderr).unwrap())
+    };
+    let plural = |n: usize, w: &str| if n == 1 { format!("1 {w}") } else { format!("{n} {w}s") };
+    let printed = |out: &str, sev: &str| out.lines().filter(|l| l.starts_with(&format!("{sev} "))).count();
+    let (out, err) = lint(&[]);
+    let (errors, warnings) = (printed(&out, "error"), printed(&out, "warning"));
+    assert!(warnings > 0 && errors + warnings < per_variant, "{out}");
+    let total =
+        format!("{}, {} ({per_variant} across the 4 variants", plural(errors, "error"), plural(warnings, "warning"));
+    assert!(err.contains(&total), "want {total:?} in: {err}");
+    assert!(!err.contains("(s)"), "{err}");
+    // One variant: nothing shared, nothing to add.
+    let (out, err) = lint(&["--variant", "both layers retry"]);
+    let line = format!(
+        "lint of \"both layers retry\": {}, {}\n",
+        plural(printed(&out, "error"), "error"),
+        plural(printed(&out, "warning"), "warning")
+    );
+    assert!(err.ends_with(&line), "want {line:?} in: {err}");
 }

@@ -1,8 +1,9 @@
 //! `retrysim import-traces` on synthetic OTLP/JSON and Jaeger files whose
 //! truth is known: int64 values as strings or numbers, missing parents,
 //! clock skew, unknown fields, redirects counted by
-//! `http.request.resend_count`, retries and the inferred policy, and bad
-//! input (exit 2, naming the file).
+//! `http.request.resend_count`, retries and the inferred policy, bad
+//! input (exit 2, naming the file), and help examples that name the
+//! sample traces shipped in experiments/traces/.
 
 use retrysim::cli::execute;
 use serde_json::{Value, json};
@@ -606,4 +607,27 @@ fn workers_out_of_range_blame_the_flag_and_model_names_work() {
         assert_eq!(r.code, 0, "{w}: {:?}", r.error);
         assert!(values(&std::fs::read_to_string(&out).unwrap()).contains("name = \"a_b\"\nworkers = 7"));
     }
+}
+
+#[test]
+fn the_help_examples_name_trace_files_that_ship_and_import_them() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let help =
+        std::process::Command::new(env!("CARGO_BIN_EXE_retrysim")).args(["import-traces", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let files: Vec<&str> = help.split_whitespace().filter(|w| w.ends_with(".jsonl")).collect();
+    assert!(files.iter().any(|f| f.ends_with("loadgen.jsonl")), "{help}");
+    for f in &files {
+        match f.strip_suffix("*.jsonl") {
+            Some(dir) => assert!(root.join(dir).join("api.jsonl").is_file(), "{f}: no such folder of traces"),
+            None => assert!(root.join(f).is_file(), "the help names {f}, which does not exist:\n{help}"),
+        }
+    }
+    // The second example imports.
+    let dir = tempfile::tempdir().unwrap();
+    let traces = ["loadgen", "api", "backend"].map(|n| root.join(format!("experiments/traces/{n}.jsonl")));
+    let out = dir.path().join("exp.toml");
+    let o = import(&traces, &out, &["--workers", "backend=4"]);
+    assert_eq!(o.code, 0, "{:?}", o.error);
+    assert!(std::fs::read_to_string(&out).unwrap().contains("[[services]]"));
 }

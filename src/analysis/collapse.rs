@@ -159,8 +159,9 @@ pub fn direct(
         let rate = collapses as f64 / h;
         let precise = collapses > 0 && (ci[1] - ci[0]) / 2.0 <= precision * rate;
         progress.set_message(format!(
-            "variant \"{}\": direct simulation, {h:.1} healthy hours watched (at least {hours}, at most {max_hours}), {collapses} collapse(s)",
-            s.variant
+            "variant \"{}\": direct simulation, {h:.1} healthy hours watched (at least {hours}, at most {max_hours}), {}",
+            s.variant,
+            crate::words::plural(collapses as usize, "collapse")
         ));
         // `max_hours` bounds what is simulated, healthy or not.
         let simulated_h = to_secs_f64(simulated) / 3600.0;

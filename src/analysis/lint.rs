@@ -235,9 +235,40 @@ pub fn warnings_for_run(s: &Scenario) -> Vec<String> {
 }
 
 /// The findings of every variant as one line each, for `run` to print at
-/// its start (`-q` silences them): a finding that several variants share is
-/// printed once, naming them (`every variant` when all of them have it).
+/// its start: a finding that several variants share is printed once,
+/// naming them (`every variant` when all of them have it).
 pub fn warnings_for_variants(variants: &[Scenario]) -> Vec<String> {
+    let groups = shared(variants);
+    lines(&groups, variants.len())
+}
+
+/// What `run` prints on stderr before it simulates, `-q` or not: a line
+/// with the number of errors and warnings (each as printed, once however
+/// many variants share it), then [`warnings_for_variants`]; nothing
+/// without a finding.
+pub fn lint_block(variants: &[Scenario]) -> Vec<String> {
+    let groups = shared(variants);
+    if groups.is_empty() {
+        return Vec::new();
+    }
+    let count = |sev: Severity| groups.iter().filter(|(f, _)| f.severity == sev).count();
+    let what = match variants {
+        [one] => format!("\"{}\"", one.variant),
+        all => format!("{} variants", all.len()),
+    };
+    let mut out = vec![format!(
+        "lint of {what}: {}, {}",
+        crate::words::plural(count(Severity::Error), "error"),
+        crate::words::plural(count(Severity::Warning), "warning")
+    )];
+    out.extend(lines(&groups, variants.len()));
+    out
+}
+
+/// The findings of `variants`, each once with the names of the variants
+/// that have it: errors first, then in the order of the first variant
+/// that has it.
+fn shared(variants: &[Scenario]) -> Vec<(Finding, Vec<String>)> {
     let mut groups: Vec<(Finding, Vec<String>)> = Vec::new();
     for s in variants {
         for f in lint(s, &Sources::default()).findings {
@@ -253,6 +284,12 @@ pub fn warnings_for_variants(variants: &[Scenario]) -> Vec<String> {
             }
         }
     }
+    groups.sort_by_key(|(f, _)| std::cmp::Reverse(f.severity));
+    groups
+}
+
+/// One line per finding: `lint warning [rule] variants …: field: message (fix: …)`.
+fn lines(groups: &[(Finding, Vec<String>)], total: usize) -> Vec<String> {
     groups
         .iter()
         .map(|(f, names)| {
@@ -260,7 +297,7 @@ pub fn warnings_for_variants(variants: &[Scenario]) -> Vec<String> {
                 "lint {} [{}] {}: {}: {} (fix: {})",
                 f.severity.label(),
                 f.rule,
-                variants_label(names, variants.len()),
+                variants_label(names, total),
                 f.field,
                 f.message,
                 f.fix

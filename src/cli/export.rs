@@ -69,10 +69,10 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<i32> {
             eprintln!("export of \"{}\" to {}: every field carried over", policy.name, target.label());
         } else {
             eprintln!(
-                "export of \"{}\" to {}: {} field(s) not carried over exactly:",
+                "export of \"{}\" to {}: {} not carried over exactly:",
                 policy.name,
                 target.label(),
-                out.losses.len()
+                crate::words::plural(out.losses.len(), "field")
             );
             for l in &out.losses {
                 eprintln!("  {}: {}", l.field, l.why);

@@ -71,9 +71,9 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
             eprintln!("import of {shown} from {}: every setting has a policy field", target.label());
         } else {
             eprintln!(
-                "import of {shown} from {}: {} setting(s) without a policy field or filled by default:",
+                "import of {shown} from {}: {} without a policy field or filled by default:",
                 target.label(),
-                out.losses.len()
+                crate::words::plural(out.losses.len(), "setting")
             );
             for l in &out.losses {
                 eprintln!("  {}: {}", l.field, l.why);

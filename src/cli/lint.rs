@@ -47,20 +47,42 @@ pub fn run(args: &LintArgs) -> anyhow::Result<i32> {
         Format::Json => println!("{}", serde_json::to_string_pretty(&json(&linted, &experiment))?),
         Format::Csv => print!("{}", csv(&linted)?),
     }
-    let count = |sev: Severity| linted.iter().map(|l| l.report.count(sev)).sum::<usize>();
-    let errors = count(Severity::Error);
     if !args.exp.quiet {
-        let what = match linted.as_slice() {
-            [one] => format!("\"{}\"", one.variant),
-            all => format!(
-                "{} variants ({})",
-                all.len(),
-                all.iter().map(|l| format!("\"{}\"", l.variant)).collect::<Vec<_>>().join(", ")
-            ),
-        };
-        eprintln!("lint of {what}: {errors} error(s), {} warning(s)", count(Severity::Warning));
+        eprintln!("{}", summary(&linted));
     }
+    let errors = linted.iter().map(|l| l.report.count(Severity::Error)).sum::<usize>();
     Ok(if errors > 0 { EXIT_CHECK_FAILED } else { EXIT_OK })
+}
+
+/// The line on stderr: the errors and warnings printed (a finding that
+/// several variants share counted once, as it is printed once), and, when
+/// that differs, how many there are counted per variant.
+fn summary(linted: &[Linted]) -> String {
+    use crate::words::plural;
+    let what = match linted {
+        [one] => format!("\"{}\"", one.variant),
+        all => format!(
+            "{} variants ({})",
+            all.len(),
+            all.iter().map(|l| format!("\"{}\"", l.variant)).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    let printed = grouped(linted);
+    let shown = |sev: Severity| printed.iter().filter(|(f, _)| f.severity == sev).count();
+    let mut line = format!(
+        "lint of {what}: {}, {}",
+        plural(shown(Severity::Error), "error"),
+        plural(shown(Severity::Warning), "warning")
+    );
+    let per_variant: usize = linted.iter().map(|l| l.report.findings.len()).sum();
+    if per_variant != printed.len() {
+        line.push_str(&format!(
+            " ({} across the {} variants: a finding that several share is printed and counted once)",
+            per_variant,
+            linted.len()
+        ));
+    }
+    line
 }
 
 /// The findings of every variant, a finding that several share once, with

@@ -99,10 +99,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         super::selection::check_variants(&exp.variants, &args.variants)?;
         exp.variants.retain(|v| args.variants.contains(&v.variant));
     }
-    if !args.exp.quiet {
-        for line in crate::analysis::lint::warnings_for_variants(&exp.variants) {
-            eprintln!("{line}");
-        }
+    // Findings are not progress: -q leaves them in.
+    for line in crate::analysis::lint::lint_block(&exp.variants) {
+        eprintln!("{line}");
     }
     let baseline = match &args.baseline {
         None => 0,
@@ -195,15 +194,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
     let summaries = output::summary::summarize_against(&set, baseline);
-    if !args.exp.quiet {
-        for (variant, secs) in crate::analysis::warmup::transients(&set) {
-            let warmup = set.variants.iter().find(|v| v.scenario.variant == variant).map_or(0, |v| v.scenario.warmup);
-            eprintln!(
-                "warning [short-warmup] variant \"{variant}\": experiment.warmup: the start-up transient lasts about {} (MSER-5 on the requests waiting before the first disturbance), longer than the warm-up of {}: the baseline and the window's metrics include it (fix: raise experiment.warmup)",
-                output::table::fmt_seconds(secs),
-                output::table::fmt_seconds(crate::engine::to_secs_f64(warmup))
-            );
-        }
+    // A finding of the run, printed with -q too.
+    for (variant, secs) in crate::analysis::warmup::transients(&set) {
+        let warmup = set.variants.iter().find(|v| v.scenario.variant == variant).map_or(0, |v| v.scenario.warmup);
+        eprintln!(
+            "warning [short-warmup] variant \"{variant}\": experiment.warmup: the start-up transient lasts about {} (MSER-5 on the requests waiting before the first disturbance), longer than the warm-up of {}: the baseline and the window's metrics include it (fix: raise experiment.warmup)",
+            output::table::fmt_seconds(secs),
+            output::table::fmt_seconds(crate::engine::to_secs_f64(warmup))
+        );
     }
 
     let json = summary_json(&exp, &set, &summaries)?;

@@ -9,7 +9,9 @@ use super::columns::{BUSINESS, Style};
 use super::differences::Difference;
 use super::layout::align;
 use super::layout::{Variants, WIDTH, layout, width, wrap};
-use super::table::{TableOptions, fmt_half, fmt_value};
+use super::numbers::{half_beside, relative_change, signed};
+use super::table::{TableOptions, fmt_half};
+use crate::analysis::Summary;
 
 /// The columns of the block: the answer metrics, then the headline
 /// comparisons and the business metrics the table shows (the table's
@@ -32,18 +34,18 @@ pub fn block_columns(summaries: &[VariantSummary], show: &[String], answer: &[St
 }
 
 /// One difference: `+x ±h (+p%)`, `n.s.` when it is not significant
-/// after Holm's adjustment.
-fn diff_text(diff: &Difference, base_mean: Option<f64>, style: Style) -> String {
+/// after Holm's adjustment. No sign on a change that rounds to nothing; a
+/// half-width of a duration that rounds to nothing is in the unit of the
+/// difference; no relative change against a baseline indistinguishable
+/// from zero ([`relative_change`]).
+fn diff_text(diff: &Difference, base: Option<&Summary>, style: Style) -> String {
     let d = &diff.summary;
     let Some(m) = d.mean else { return "—".into() };
-    let sign = if m > 0.0 { "+" } else { "" };
-    let mut text = format!("{sign}{}", fmt_value(m, style));
+    let mut text = signed(m, style);
     if let Some(h) = d.half_width() {
-        text.push_str(&format!(" ±{}", fmt_half(h, style)));
+        text.push_str(&format!(" ±{}", half_beside(h, m, style)));
     }
-    if let Some(b) = base_mean.filter(|b| b.abs() > 1e-12 && !matches!(style, Style::Percent | Style::Runs)) {
-        text.push_str(&format!(" ({sign}{:.0}%)", m / b * 100.0));
-    }
+    text.push_str(&relative_change(m, base, style));
     let equivalent = diff.equivalence.is_some_and(|e| e.equivalent());
     match (diff.significant(), equivalent) {
         (false, true) => text.push_str(" ≈"),
@@ -120,14 +122,14 @@ pub fn render_vs_baseline(summaries: &[VariantSummary], o: &TableOptions) -> Str
 
 /// The block's cell of column `c` for variant `v`.
 fn diff_cell(v: &VariantSummary, base: Option<&VariantSummary>, c: &PathColumn) -> String {
-    let base_mean = base.and_then(|b| super::answer::lookup(b, &c.path)).and_then(|s| s.mean);
+    let base_summary = base.and_then(|b| super::answer::lookup(b, &c.path));
     let d = v.difference(&c.path);
-    let mut text = d.map_or_else(|| "—".into(), |d| diff_text(d, base_mean, c.style));
+    let mut text = d.map_or_else(|| "—".into(), |d| diff_text(d, base_summary, c.style));
     let faster = d.and_then(|d| d.summary.mean).is_some_and(|m| m < 0.0);
     if faster && success_only_latency(&c.path) {
         let success = v.difference("success_rate").and_then(|d| d.summary.mean);
         text.push_str(&match success {
-            Some(s) => format!(" with success {}{}", if s > 0.0 { "+" } else { "" }, fmt_value(s, Style::Percent)),
+            Some(s) => format!(" with success {}", signed(s, Style::Percent)),
             None => " with success —".into(),
         });
     }

@@ -184,8 +184,9 @@ pub fn estimate(
         ));
         if states.len() < plan.trials && (hours >= max_hours || simulated_hours >= max_hours) {
             anyhow::bail!(
-                "the first level (queue {}) was reached {crossings} time(s) in {hours:.1} healthy hours ({simulated_hours:.1} simulated), fewer than the {} start states --trials asks for, and --max-hours is {max_hours}: give lower --levels, fewer --trials or more --max-hours",
+                "the first level (queue {}) was reached {} in {hours:.1} healthy hours ({simulated_hours:.1} simulated), fewer than the {} start states --trials asks for, and --max-hours is {max_hours}: give lower --levels, fewer --trials or more --max-hours",
                 plan.levels[0],
+                crate::words::plural(crossings as usize, "time"),
                 plan.trials
             );
         }

@@ -31,7 +31,8 @@ impl Graph<'_> {
                     SteadyRate::Open(r) => format!("{}/s", number(*r)),
                     SteadyRate::AtMost(r) => format!("at most {}/s (count / mean think time)", number(*r)),
                 };
-                parts.push(format!("clients.{} {how} x {} request(s) per intent", s.clients[c].name, number(n)));
+                let requests = if number(n) == "1" { "request" } else { "requests" };
+                parts.push(format!("clients.{} {how} x {} {requests} per intent", s.clients[c].name, number(n)));
             }
             let capacity = capacity_per_s(s, svc);
             if demand == 0.0 || !capacity.is_finite() {

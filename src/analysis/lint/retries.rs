@@ -8,7 +8,7 @@ use crate::config::Caller;
 
 /// `1 time`, `3 times`.
 fn times(n: u32) -> String {
-    if n == 1 { "1 time".into() } else { format!("{n} times") }
+    crate::words::plural(n as usize, "time")
 }
 
 impl Graph<'_> {
@@ -145,13 +145,17 @@ impl Graph<'_> {
                         }
                         fit += 1;
                     }
+                    let fits = match fit {
+                        1 => "1 attempt that times out fits".to_string(),
+                        _ => format!("{fit} attempts that time out fit"),
+                    };
                     let wait_total = total - p.per_try_timeout.saturating_mul(n as u64).min(total);
                     out.push(self.on_policy(
                         "attempts-exceed-deadline",
                         e,
                         "per_try_timeout",
                         format!(
-                            "{loc}: {n} attempts x per_try_timeout {} + waits up to {} = {} exceeds the deadline {}: only {fit} attempt(s) that time out fit, the rest are cut short or never made",
+                            "{loc}: {n} attempts x per_try_timeout {} + waits up to {} = {} exceeds the deadline {}: only {fits}, the rest are cut short or never made",
                             human(p.per_try_timeout),
                             human(wait_total),
                             human(total),

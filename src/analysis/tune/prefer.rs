@@ -160,10 +160,6 @@ pub struct Choice {
     pub remaining: Vec<(Finding, String)>,
 }
 
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
-
 /// Why `w` is preferred to `o` (given `w.key() <= o.key()`); `objective`
 /// names the metric and gives both worst cases.
 fn why_preferred(w: &Assessment, o: &Assessment, objective: (&str, Option<f64>, Option<f64>)) -> String {
@@ -326,5 +322,5 @@ pub fn interval(s: &Summary) -> String {
 
 /// "1 error, 2 warnings" style counts.
 pub fn counts(a: &Assessment) -> String {
-    format!("{}, {}", plural(a.errors, "error"), plural(a.warnings, "warning"))
+    format!("{}, {}", crate::words::plural(a.errors, "error"), crate::words::plural(a.warnings, "warning"))
 }

@@ -118,15 +118,15 @@ pub fn report(r: &Report, elapsed: f64) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "tuned {} over {} candidate(s) ({}) x {} scenario(s), {} runs, in {elapsed:.1} s; objective: {} {} (worst scenario); constraints on the 95% CI bound: {}",
+        "tuned {} over {} ({}) x {}, {} runs, in {elapsed:.1} s; objective: {} {} (worst scenario); constraints on the 95% CI bound: {}",
         spec.edges.join(" + "),
-        r.evaluated.len(),
+        crate::words::plural(r.evaluated.len(), "candidate"),
         match r.method.label() {
             "grid" => "the grid",
             "latin_hypercube" => "a Latin-hypercube sample",
             _ => "the TPE optimizer",
         },
-        spec.scenarios.len(),
+        crate::words::plural(spec.scenarios.len(), "scenario"),
         r.runs,
         spec.direction(),
         spec.objective,
@@ -220,8 +220,8 @@ pub fn report(r: &Report, elapsed: f64) -> String {
     } else {
         let _ = writeln!(
             t,
-            "\nties: {} other candidate(s) not significantly worse than the best (paired difference of the per-replication worst {}, {reps} replications, same seeds; 95% CI with the variance pooled over the candidates); the winner was preferred to each:",
-            choice.ties.len(),
+            "\nties: {} not significantly worse than the best (paired difference of the per-replication worst {}, {reps} replications, same seeds; 95% CI with the variance pooled over the candidates); the winner was preferred to each:",
+            crate::words::plural_as(choice.ties.len(), "other candidate", "other candidates"),
             spec.objective
         );
         for tie in choice.ties.iter().take(TIES_SHOWN) {
