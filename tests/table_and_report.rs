@@ -85,7 +85,7 @@ fn business_and_recovery_metrics_appear_when_they_have_something_to_say() {
     assert!(!h.contains("duplicates") && !h.contains("lost effects"), "all zero: {table}");
     retrysim(&["report", out.to_str().unwrap(), "-q"]);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("| orphans |") && md.contains("| recovered |"), "{md}");
+    assert!(md.contains("| orphans/run |") && md.contains("| recovered |"), "{md}");
     // The report writes the same cells as the table: the Kaplan–Meier median
     // with recovered/replications, recovered as k/n with the exact interval
     // of the share (2 of 2: from 0.025^(1/2) = 16%).

@@ -53,10 +53,10 @@ pub const BURST: [Column; 1] = [col("burst_completion_s", "burst done", Style::S
 
 /// Shown whenever some variant has a non-zero mean.
 pub const BUSINESS: [Column; 4] = [
-    col("duplicate_intents", "duplicates", Style::Count),
-    col("orphan_commits", "orphans", Style::Count),
-    col("lost_effects", "lost effects", Style::Count),
-    col("stuck_placeholders", "stuck", Style::Count),
+    col("duplicate_intents", "duplicates/run", Style::Count),
+    col("orphan_commits", "orphans/run", Style::Count),
+    col("lost_effects", "lost effects/run", Style::Count),
+    col("stuck_placeholders", "stuck/run", Style::Count),
 ];
 
 /// Shown when the experiment has a disturbance (some variant has a value
@@ -78,6 +78,19 @@ pub fn column_of(metric: &str) -> Option<Column> {
         return Some(*c);
     }
     let name = *crate::metrics::METRICS.iter().find(|m| **m == metric)?;
+    // Counts say what they count, per run.
+    let counted = [
+        ("intents", "intents/run"),
+        ("retries_denied_budget", "budget refusals/run"),
+        ("ledger_replays", "ledger replays/run"),
+        ("ledger_409", "ledger 409s/run"),
+        ("ledger_422", "ledger 422s/run"),
+        ("ledger_recoveries", "ledger recoveries/run"),
+        ("deadline_overruns", "deadline overruns/run"),
+    ];
+    if let Some((_, header)) = counted.iter().find(|(m, _)| *m == name) {
+        return Some(Column { metric: name, header, style: Style::Count });
+    }
     let style = match crate::analysis::stats::Range::of(name) {
         crate::analysis::stats::Range::Share => Style::Percent,
         _ if name.ends_with("_s") => Style::Seconds,

@@ -65,9 +65,12 @@ pub fn write_run_report(dir: &Path, out: &Path, drawn: &Drawn) -> anyhow::Result
     page.h2("Answer");
     page.list(&answer_sentences(&summary));
     page.para(&format!(
-        "Seed {}, {} replication(s) per variant, intents counted from {} s to {} s.",
+        "Seed {}, {} per variant, intents counted from {} s to {} s.",
         summary["experiment"]["seed"],
-        variants.first().map(|v| v["replications"].clone()).unwrap_or_default(),
+        crate::words::plural(
+            variants.first().and_then(|v| v["replications"].as_u64()).unwrap_or(0) as usize,
+            "replication"
+        ),
         summary["experiment"]["warmup_s"],
         summary["experiment"]["duration_s"]
     ));

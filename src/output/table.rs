@@ -47,7 +47,8 @@ pub fn fmt_half(h: f64, style: Style) -> String {
 /// 0 or 1, a count at 0); empty without an interval.
 pub fn fmt_interval(s: &Summary, style: Style) -> String {
     let (Some(m), Some((lo, hi))) = (s.mean, s.ci95) else { return String::new() };
-    let (up, down) = (fmt_half((hi - m).max(0.0), style), fmt_half((m - lo).max(0.0), style));
+    let side = |h: f64| super::numbers::half_beside(h, m, style);
+    let (up, down) = (side((hi - m).max(0.0)), side((m - lo).max(0.0)));
     if up == down { format!("±{up}") } else { format!("+{up}/-{down}") }
 }
 
@@ -86,7 +87,7 @@ pub fn cell(s: Option<&Summary>, reason: Option<&str>, style: Style) -> String {
     {
         // No event in n runs: the rule of three bounds the mean per run.
         let n = s.values.len() as u64;
-        return format!("0 (≤{}/run)", fmt_value(crate::analysis::exact::rule_of_three(n), Style::Count));
+        return format!("0 (≤{})", fmt_value(crate::analysis::exact::rule_of_three(n), Style::Count));
     }
     match s.and_then(|s| s.mean.map(|m| (m, s))) {
         None => "—".into(),

@@ -20,9 +20,9 @@ pub fn write_sweep_report(dir: &Path, out: &Path, drawn: &Drawn) -> anyhow::Resu
     let params: Vec<String> =
         doc.params.iter().map(|p| format!("{} ({}) over {}", key_axis(&p.key), p.key, p.values.join(", "))).collect();
     page.para(&format!(
-        "{} grid point(s), {} replication(s) per variant and point, seed {}, from {}. Swept: {}.",
-        doc.experiment.grid_points,
-        doc.experiment.replications,
+        "{}, {} per variant and point, seed {}, from {}. Swept: {}.",
+        crate::words::plural(doc.experiment.grid_points as usize, "grid point"),
+        crate::words::plural(doc.experiment.replications as usize, "replication"),
         doc.experiment.seed,
         doc.experiment.file,
         params.join("; ")

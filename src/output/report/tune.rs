@@ -60,14 +60,14 @@ pub fn write_tune_report(dir: &Path, out: &Path) -> anyhow::Result<()> {
         .map(|a| a.iter().filter_map(|e| e.as_str().map(str::to_string)).collect())
         .unwrap_or_default();
     page.para(&format!(
-        "Tuned {} to {} {} on the worst scenario, subject to {} (each on its 95% interval bound). Search: {}, {} candidate(s), {} run(s).",
+        "Tuned {} to {} {} on the worst scenario, subject to {} (each on its 95% interval bound). Search: {}, {}, {}.",
         edges.join(" and "),
         t["objective"]["direction"].as_str().unwrap_or(""),
         t["objective"]["metric"].as_str().unwrap_or(""),
         if constraints.is_empty() { "no constraint".to_string() } else { constraints.join(", ") },
         t["search"]["method"].as_str().unwrap_or(""),
-        t["search"]["candidates"],
-        t["search"]["runs"]
+        crate::words::plural(t["search"]["candidates"].as_u64().unwrap_or(0) as usize, "candidate"),
+        crate::words::plural(t["search"]["runs"].as_u64().unwrap_or(0) as usize, "run")
     ));
     page.h2("The winner");
     let w = &t["winner"];
@@ -83,7 +83,11 @@ pub fn write_tune_report(dir: &Path, out: &Path) -> anyhow::Result<()> {
                 num(&w["objective"])
             ),
             format!("Difference from the best candidate on the objective: {}.", stat(&w["difference_from_best"])),
-            format!("Lint: {} error(s), {} warning(s).", w["lint"]["errors"], w["lint"]["warnings"]),
+            format!(
+                "Lint: {}, {}.",
+                crate::words::plural(w["lint"]["errors"].as_u64().unwrap_or(0) as usize, "error"),
+                crate::words::plural(w["lint"]["warnings"].as_u64().unwrap_or(0) as usize, "warning")
+            ),
             format!(
                 "Written to: {}.",
                 w["emitted"]
@@ -149,10 +153,10 @@ pub fn write_tune_report(dir: &Path, out: &Path) -> anyhow::Result<()> {
     page.h2("Scenario by scenario");
     for s in t["scenarios"].as_array().cloned().unwrap_or_default() {
         page.para(&format!(
-            "{} ({}), {} replication(s):",
+            "{} ({}), {}:",
             s["name"].as_str().unwrap_or(""),
             s["file"].as_str().unwrap_or(""),
-            s["replications"]
+            crate::words::plural(s["replications"].as_u64().unwrap_or(0) as usize, "replication")
         ));
         let header: Vec<String> = ["metric", "as written", "winner", "difference (paired)"].map(String::from).to_vec();
         let rows: Vec<Vec<String>> = s["metrics"]
