@@ -274,7 +274,8 @@ fn a_difference_in_the_vs_baseline_block_reads_right_on_its_own() {
             ("duplicate_intents", -319.4, (-339.9, -298.9), 0.001),
         ],
     );
-    let block = retrysim::output::vs_baseline::render_vs_baseline(&[base, other], &[]);
+    let o = retrysim::output::table::TableOptions { show: &[], answer: &[], question: None, wide: true };
+    let block = retrysim::output::vs_baseline::render_vs_baseline(&[base, other], &o);
     let row = block.lines().find(|l| l.starts_with("other")).unwrap_or_else(|| panic!("{block}"));
     let cells: Vec<&str> = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
     assert_eq!(cells[0], "other", "{block}");
