@@ -140,6 +140,6 @@ fn reports_load_offline_with_every_chart_visible_and_nothing_wider_than_the_page
         .unwrap();
     assert!(status.success());
     assert!(Command::new(bin).args(["report", "-q"]).arg(&sweep).status().unwrap().success());
-    check(&browser, &run.join("report.html"), 7, tmp.path());
+    check(&browser, &run.join("report.html"), 6, tmp.path());
     check(&browser, &sweep.join("report.html"), 5, tmp.path());
 }

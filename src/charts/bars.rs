@@ -35,7 +35,8 @@ pub struct BarChart {
 }
 
 /// The fill of a bar of this style: solid, hollow with a thick border,
-/// light with a border; markers add a dot on top.
+/// light with a border, mid-tone with a black border; markers add a dot
+/// on top.
 fn bar_styles(st: SeriesStyle, s: Scale) -> (ShapeStyle, Option<ShapeStyle>) {
     let col = st.rgb();
     match st.pattern {
