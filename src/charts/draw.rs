@@ -308,6 +308,11 @@ fn dashes(pattern: Pattern, s: Scale) -> Vec<f64> {
     pattern.dashes().iter().map(|d| d * s.0).collect()
 }
 
+/// Whether `DB` draws pixels (the PNG), not an SVG.
+fn raster<DB: DrawingBackend>() -> bool {
+    std::any::type_name::<DB>().contains("BitMapBackend")
+}
+
 /// A polyline in pixels of `area` with a pattern.
 fn pixel_path<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -320,12 +325,13 @@ fn pixel_path<DB: DrawingBackend>(
     for piece in dash(&f, &dashes(pattern, s)) {
         let mut px: Vec<(i32, i32)> = piece.iter().map(|p| (p.0.round() as i32, p.1.round() as i32)).collect();
         px.dedup();
-        if st.stroke_width <= 3 || px.len() < 3 {
+        if st.stroke_width <= 3 || px.len() < 3 || !raster::<DB>() {
             area.draw(&PathElement::new(px, st))?;
             continue;
         }
-        // A wide line: segment by segment with round joins, as plotters'
-        // mitred joins of wide lines spike at sharp turns.
+        // A wide line in a PNG: segment by segment with round joins, as the
+        // mitred joins plotters rasterises for wide lines spike at sharp
+        // turns (an SVG keeps one polyline: its viewer draws the joins).
         for w in px.windows(2) {
             area.draw(&PathElement::new(w.to_vec(), st))?;
         }
