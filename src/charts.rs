@@ -7,6 +7,7 @@ pub mod draw;
 pub mod frontier;
 pub mod layout;
 pub mod names;
+pub mod record;
 mod run;
 pub mod style;
 mod summary_check;
@@ -110,7 +111,7 @@ pub fn plot_path_with(path: &Path, out: &Path, opts: &PlotOptions) -> anyhow::Re
     match kind_of(path) {
         Some(Kind::Run) => run_charts_with(&dir, out, opts),
         Some(Kind::Sweep) => sweep_charts_with(&dir, out, opts),
-        None if dir.join("frontier.json").is_file() => Ok(named(frontier::frontier_chart(&dir, out)?)),
+        None if dir.join("frontier.json").is_file() => Ok(named(frontier::frontier_chart_sized(&dir, out, opts.size)?)),
         None if dir.join("collapse-rate.json").is_file() => Ok(named(frontier::collapse_chart(&dir, out)?)),
         None => anyhow::bail!(
             "{}: no summary.json, sweep.json, frontier.json or collapse-rate.json: not the output folder of a run, sweep, frontier or collapse-rate",
@@ -132,7 +133,14 @@ pub fn run_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
 /// [`run_charts`] with options.
 pub fn run_charts_with(dir: &Path, out: &Path, opts: &PlotOptions) -> anyhow::Result<Drawn> {
     let planned = run::plan(dir, opts)?;
-    finish(planned, out, opts)
+    finish(planned, out, opts, record::RUN)
+}
+
+/// The charts of the run in `dir` as they would be drawn, each with its
+/// stem and, for one that would not be drawn, why (to inspect or test
+/// what a chart shows without drawing it).
+pub fn run_chart_plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(String, Chart, Option<String>)>> {
+    Ok(run::plan(dir, opts)?.into_iter().map(|(p, why)| (p.stem, p.chart, why)).collect())
 }
 
 /// Draws the charts of the sweep in `dir` into `out`.
@@ -143,7 +151,7 @@ pub fn sweep_charts(dir: &Path, out: &Path) -> anyhow::Result<Vec<String>> {
 /// [`sweep_charts`] with options.
 pub fn sweep_charts_with(dir: &Path, out: &Path, opts: &PlotOptions) -> anyhow::Result<Drawn> {
     let planned = sweep::plan(dir, opts)?;
-    finish(planned, out, opts)
+    finish(planned, out, opts, record::SWEEP)
 }
 
 /// Whether a chart is one that `--metric` asked for.
@@ -152,8 +160,14 @@ fn wanted(p: &Planned, metrics: &[String]) -> bool {
         || metrics.iter().any(|m| *m == p.stem || *m == p.metric || p.stem.strip_prefix("sweep_") == Some(m.as_str()))
 }
 
-/// Writes the charts asked for; an empty one is not drawn but named with why.
-fn finish(planned: Vec<(Planned, Option<String>)>, out: &Path, opts: &PlotOptions) -> anyhow::Result<Drawn> {
+/// Writes the charts asked for, and records them in `charts.json` as drawn
+/// from `from`; an empty one is not drawn but named with why.
+fn finish(
+    planned: Vec<(Planned, Option<String>)>,
+    out: &Path,
+    opts: &PlotOptions,
+    from: &str,
+) -> anyhow::Result<Drawn> {
     let mut drawn = Drawn::default();
     let known: Vec<String> = planned.iter().flat_map(|(p, _)| [p.stem.clone(), p.metric.clone()]).collect();
     for m in &opts.metrics {
@@ -181,6 +195,7 @@ fn finish(planned: Vec<(Planned, Option<String>)>, out: &Path, opts: &PlotOption
         save_sized(&p.chart, out, &p.stem, opts.size)?;
         drawn.charts.push((p.stem, p.caption));
     }
+    record::add(out, from, &drawn.names())?;
     Ok(drawn)
 }
 

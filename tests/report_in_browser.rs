@@ -191,7 +191,7 @@ fn reports_load_offline_with_every_chart_visible_and_nothing_wider_than_the_page
         .unwrap();
     assert!(status.success());
     assert!(Command::new(bin).args(["report", "-q"]).arg(&frontier).status().unwrap().success());
-    check(&browser, &run.join("report.html"), Some(7), tmp.path());
+    check(&browser, &run.join("report.html"), Some(6), tmp.path());
     check(&browser, &sweep.join("report.html"), Some(5), tmp.path());
     check(&browser, &tune.join("report.html"), None, tmp.path());
     check(&browser, &frontier.join("report.html"), None, tmp.path());

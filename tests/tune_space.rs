@@ -239,6 +239,6 @@ fn tune_writes_only_where_it_is_told() {
     let mut written: Vec<String> =
         std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     written.sort();
-    assert_eq!(written, ["pareto.png", "pareto.svg", "tune.json", "tuned-policy.toml"]);
+    assert_eq!(written, ["charts.json", "pareto.png", "pareto.svg", "tune.json", "tuned-policy.toml"]);
     assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "nothing in the working directory");
 }

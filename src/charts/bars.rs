@@ -3,7 +3,7 @@
 //! axis and a value that does not apply as "n/a", so they are not confused.
 
 use super::draw::{DrawResult, Swatch, bounds, draw_legend, short, title_size};
-use super::layout;
+use super::layout::{self, Scale};
 use super::style::{Pattern, SeriesStyle, style};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -35,13 +35,15 @@ pub struct BarChart {
 }
 
 /// The fill of a bar of this style: solid, hollow with a thick border,
-/// light with a border; markers add a dot on top.
-fn bar_styles(st: SeriesStyle) -> (ShapeStyle, Option<ShapeStyle>) {
+/// light with a border, mid-tone with a black border; markers add a dot
+/// on top.
+fn bar_styles(st: SeriesStyle, s: Scale) -> (ShapeStyle, Option<ShapeStyle>) {
     let col = st.rgb();
     match st.pattern {
         Pattern::Solid => (col.filled(), None),
-        Pattern::Dashed => (WHITE.filled(), Some(col.stroke_width(3))),
-        Pattern::Dotted => (col.mix(0.35).filled(), Some(col.stroke_width(2))),
+        Pattern::Dashed => (WHITE.filled(), Some(col.stroke_width(s.px(3.0) as u32))),
+        Pattern::Dotted => (col.mix(0.35).filled(), Some(col.stroke_width(s.px(2.0) as u32))),
+        Pattern::DashDot => (col.mix(0.65).filled(), Some(BLACK.stroke_width(s.px(2.0) as u32))),
     }
 }
 
@@ -51,15 +53,16 @@ pub(super) fn draw_bar_swatch<DB: DrawingBackend>(
     st: SeriesStyle,
     x: i32,
     y: i32,
+    s: Scale,
 ) -> DrawResult<DB> {
-    let (fill, border) = bar_styles(st);
-    let r = [(x, y - 7), (x + 22, y + 7)];
+    let (fill, border) = bar_styles(st, s);
+    let r = [(x, y - s.px(7.0)), (x + s.px(22.0), y + s.px(7.0))];
     root.draw(&Rectangle::new(r, fill))?;
     if let Some(b) = border {
         root.draw(&Rectangle::new(r, b))?;
     }
     if st.marker {
-        root.draw(&Circle::new((x + 11, y), 3, BLACK.filled()))?;
+        root.draw(&Circle::new((x + s.px(11.0), y), s.px(3.0), BLACK.filled()))?;
     }
     Ok(())
 }
@@ -78,19 +81,24 @@ pub(super) fn draw_bars<DB: DrawingBackend>(
     let hi = if hi <= 0.0 { 1.0 } else { hi * 1.08 };
     let texts: Vec<String> = c.series.iter().map(|s| s.name.clone()).collect();
     let l = layout::layout(size, &texts, &[], (0.0, n));
-    let font = ("sans-serif", title_size(&c.title, l.title.width()))
+    let s = l.scale;
+    let font = ("sans-serif", title_size(&c.title, l.title.width(), s))
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Center));
-    root.draw(&Text::new(c.title.clone(), ((l.title.x0 + l.title.x1) / 2, (l.title.y0 + l.title.y1) / 2 + 4), font))?;
+    root.draw(&Text::new(
+        c.title.clone(),
+        ((l.title.x0 + l.title.x1) / 2, (l.title.y0 + l.title.y1) / 2 + s.px(4.0)),
+        font,
+    ))?;
     let area = root.clone().shrink((l.chart.x0, l.chart.y0), (l.chart.width() as u32, l.chart.height() as u32));
     let cats = c.categories.clone();
     let yk = super::ticks::linear(0.0, hi, 6);
     let xk: Vec<f64> = (0..c.categories.len()).map(|i| i as f64 + 0.5).collect();
     let mut chart = ChartBuilder::on(&area)
-        .margin(layout::MARGIN)
-        .x_label_area_size(layout::X_LABEL_AREA)
-        .y_label_area_size(layout::Y_LABEL_AREA)
+        .margin(s.margin())
+        .x_label_area_size(s.x_label_area())
+        .y_label_area_size(s.y_label_area())
         .build_cartesian_2d(super::ticks::Axis::new(0.0, n, xk), super::ticks::Axis::new(0.0, hi, yk))?;
     chart
         .configure_mesh()
@@ -98,23 +106,24 @@ pub(super) fn draw_bars<DB: DrawingBackend>(
         .x_label_formatter(&move |x: &f64| cats.get(x.floor() as usize).cloned().unwrap_or_default())
         .y_desc(&c.y_label)
         .y_label_formatter(&|y| short(*y))
-        .label_style(("sans-serif", 18))
-        .axis_desc_style(("sans-serif", 21))
+        .label_style(("sans-serif", s.tick_font()))
+        .axis_desc_style(("sans-serif", s.axis_font()))
+        .set_all_tick_mark_size(s.px(5.0))
         .bold_line_style(RGBColor(228, 228, 228))
         .draw()?;
     let w = 0.8 / k;
     let plot = chart.plotting_area();
-    for (si, s) in c.series.iter().enumerate() {
-        let st = style(s.color);
-        let (fill, border) = bar_styles(st);
-        for (i, v) in s.values.iter().enumerate() {
+    for (si, ser) in c.series.iter().enumerate() {
+        let st = style(ser.color);
+        let (fill, border) = bar_styles(st, s);
+        for (i, v) in ser.values.iter().enumerate() {
             let x = i as f64 + 0.1 + w * si as f64;
             let mid = x + w * 0.46;
             let Some(v) = v else {
                 plot.draw(&Text::new(
                     "n/a",
                     (mid, hi * 0.01),
-                    ("sans-serif", 13)
+                    ("sans-serif", s.px(13.0))
                         .into_font()
                         .color(&RGBColor(110, 110, 110))
                         .pos(Pos::new(HPos::Center, VPos::Bottom)),
@@ -131,14 +140,14 @@ pub(super) fn draw_bars<DB: DrawingBackend>(
                 }
             }
             if st.marker {
-                plot.draw(&Circle::new((mid, v.mean), 3, BLACK.filled()))?;
+                plot.draw(&Circle::new((mid, v.mean), s.px(3.0), BLACK.filled()))?;
             }
             if let Some((lo, up)) = v.ci95
                 && up > lo
             {
                 // Dark on a white halo, so that it shows on any bar.
                 let cap = w * 0.2;
-                for ink in [WHITE.stroke_width(5), RGBColor(40, 40, 40).stroke_width(2)] {
+                for ink in [WHITE.stroke_width(s.px(5.0) as u32), RGBColor(40, 40, 40).stroke_width(s.px(2.0) as u32)] {
                     plot.draw(&PathElement::new(vec![(mid, lo), (mid, up)], ink))?;
                     plot.draw(&PathElement::new(vec![(mid - cap, lo), (mid + cap, lo)], ink))?;
                     plot.draw(&PathElement::new(vec![(mid - cap, up), (mid + cap, up)], ink))?;

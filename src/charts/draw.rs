@@ -1,15 +1,16 @@
 //! Line charts and small multiples drawn with plotters to PNG and SVG,
 //! with the font shipped in the repository (no system library), series
-//! told apart by colour, pattern and markers ([`super::style`]), and every
-//! label and the legend where [`super::layout`] puts them: outside the data.
+//! told apart by colour, pattern and markers ([`super::style`]), lines
+//! that lie on each other drawn so that each shows, every label and the
+//! legend where [`super::layout`] puts them (outside the data), and every
+//! font, margin and line width grown with the chart's size.
 
 use super::bars::{BarChart, draw_bars};
-use super::layout::{self, LABEL_FONT, Layout, Mark, Rect, SWATCH};
-use super::style::{GREY, Pattern, SeriesStyle, style};
+use super::layout::{self, Layout, Mark, Rect, Scale};
+use super::style::{GREY, Pattern, SeriesStyle, dash, style};
 use super::ticks;
 use plotters::coord::Shift;
 use plotters::coord::cartesian::Cartesian2d;
-use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
@@ -18,7 +19,7 @@ use std::sync::Once;
 pub use super::style::{PALETTE, color};
 
 /// Default chart size in pixels.
-pub const SIZE: (u32, u32) = (1280, 720);
+pub const SIZE: (u32, u32) = layout::BASE;
 
 static FONT: Once = Once::new();
 
@@ -46,6 +47,10 @@ pub struct Line {
     pub dots: bool,
     /// Draw the points as crosses, not joined (infeasible candidates).
     pub crosses: bool,
+    /// No legend entry of its own (another line's entry stands for it).
+    pub hide_legend: bool,
+    /// The legend swatch, instead of the one the line's kind gives.
+    pub legend_swatch: Option<Swatch>,
 }
 
 /// A line chart.
@@ -109,17 +114,23 @@ impl Chart {
 }
 
 /// How a legend entry is drawn.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Swatch {
     Line(SeriesStyle),
     Reference,
     ReferenceColored(usize),
+    /// Dotted lines, one in each series' colour (drawn dark grey).
+    ReferenceEach,
     Dot(usize),
     GreyDot,
     Cross,
     Shade,
     Threshold,
     Bar(SeriesStyle),
+    /// A filled area of this colour, with a border (a frontier's classes).
+    Fill(RGBColor),
+    /// A line with a dot on it and an interval bar (a frontier's boundary).
+    Boundary,
 }
 
 pub(super) type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
@@ -140,36 +151,77 @@ pub(super) fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo, hi)
 }
 
-/// Each line's style, and the earlier line it lies on (if any): a line
-/// that coincides with an earlier one is drawn dashed or dotted, so the
-/// earlier shows through, and its legend entry says so.
-pub fn styles(lines: &[Line], y_span: f64) -> Vec<(SeriesStyle, Option<usize>)> {
-    let tol = (y_span.abs() * 0.004).max(1e-12);
-    let mut out: Vec<(SeriesStyle, Option<usize>)> = Vec::new();
-    let mut on_top: Vec<usize> = vec![0; lines.len()];
+/// How one line of a chart is drawn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Look {
+    pub style: SeriesStyle,
+    /// The earlier line it equals at every point, named in its legend entry.
+    pub same_as: Option<usize>,
+    /// How many later lines lie on this one: it is drawn that many steps
+    /// wider, under them, so that it shows on both sides of each.
+    pub under: usize,
+}
+
+/// The value of the polyline `pts` (sorted by x) at `x`, if `x` is inside it.
+fn at(pts: &[(f64, f64)], x: f64) -> Option<f64> {
+    let i = pts.partition_point(|p| p.0 < x);
+    match (i.checked_sub(1).map(|k| pts[k]), pts.get(i)) {
+        (_, Some(b)) if b.0 == x => Some(b.1),
+        (Some(a), Some(b)) if b.0 > a.0 => Some(a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0)),
+        _ => None,
+    }
+}
+
+/// Whether line `a` lies on line `b`: at 80% or more of its points, `b`
+/// (joined between its points) is within `tol` of it.
+fn lies_on(a: &[(f64, f64)], b: &[(f64, f64)], tol: f64) -> bool {
+    if a.len() < 2 || b.len() < 2 || !b.windows(2).all(|w| w[0].0 <= w[1].0) {
+        return false;
+    }
+    let close = a.iter().filter(|p| at(b, p.0).is_some_and(|y| (y - p.1).abs() <= tol)).count();
+    close * 5 >= a.len() * 4
+}
+
+/// Each line's look: its own style; the earlier line it equals at every
+/// point (within 0.4% of the y span), if any; and how many later lines lie
+/// on it (within 1% of the span at most of their points), so that it is
+/// drawn wider under them.
+pub fn styles(lines: &[Line], y_span: f64) -> Vec<Look> {
+    let same_tol = (y_span.abs() * 0.004).max(1e-12);
+    let near_tol = (y_span.abs() * 0.01).max(1e-12);
+    let plain = |l: &Line| !l.reference && !l.reference_colored && !l.dots && !l.crosses && !l.points.is_empty();
+    let mut out: Vec<Look> = Vec::new();
+    // The first line of the group each line joins.
+    let mut root: Vec<Option<usize>> = Vec::new();
     for (j, l) in lines.iter().enumerate() {
-        let s = style(l.color);
-        let same = (!l.reference && !l.reference_colored && !l.points.is_empty())
+        let same_as = plain(l)
             .then(|| {
                 (0..j).find(|&i| {
                     let o = &lines[i];
-                    !o.reference
-                        && !o.reference_colored
+                    plain(o)
                         && o.points.len() == l.points.len()
-                        && o.points.iter().zip(&l.points).all(|(a, b)| a.0 == b.0 && (a.1 - b.1).abs() <= tol)
+                        && o.points.iter().zip(&l.points).all(|(a, b)| a.0 == b.0 && (a.1 - b.1).abs() <= same_tol)
                 })
             })
             .flatten();
-        // The first line of the group it joins.
-        let root = same.map(|i| out[i].1.unwrap_or(i));
-        let s = match root {
-            Some(r) => {
-                on_top[r] += 1;
-                s.with_pattern(if on_top[r] == 1 { Pattern::Dashed } else { Pattern::Dotted })
+        let on = same_as.or_else(|| {
+            plain(l)
+                .then(|| (0..j).find(|&i| plain(&lines[i]) && lies_on(&l.points, &lines[i].points, near_tol)))
+                .flatten()
+        });
+        root.push(on.map(|i| root[i].unwrap_or(i)));
+        out.push(Look { style: style(l.color), same_as: same_as.map(|i| root[i].unwrap_or(i)), under: 0 });
+    }
+    // Within a group the first is drawn widest, the last narrowest.
+    for j in 0..lines.len() {
+        if let Some(r) = root[j] {
+            out[r].under += 1;
+            for k in (r + 1)..j {
+                if root[k] == Some(r) {
+                    out[k].under += 1;
+                }
             }
-            None => s,
-        };
-        out.push((s, root));
+        }
     }
     out
 }
@@ -182,13 +234,18 @@ pub fn legend(c: &LineChart, y_span: f64) -> Vec<(String, Swatch)> {
             out.push((label.clone(), Swatch::Shade));
         }
     }
-    let st = styles(&c.lines, y_span);
-    for (l, (s, same)) in c.lines.iter().zip(&st) {
-        let text = match same {
-            Some(i) => format!("{} (same as {})", l.name, c.lines[*i].name),
+    let looks = styles(&c.lines, y_span);
+    for (l, look) in c.lines.iter().zip(&looks) {
+        if l.hide_legend {
+            continue;
+        }
+        let text = match look.same_as {
+            Some(i) => format!("{} (same as {})", l.name, c.lines[i].name),
             None => l.name.clone(),
         };
-        let swatch = if l.crosses {
+        let swatch = if let Some(s) = l.legend_swatch {
+            s
+        } else if l.crosses {
             Swatch::Cross
         } else if l.reference && l.dots {
             Swatch::GreyDot
@@ -199,7 +256,7 @@ pub fn legend(c: &LineChart, y_span: f64) -> Vec<(String, Swatch)> {
         } else if l.dots {
             Swatch::Dot(l.color)
         } else {
-            Swatch::Line(*s)
+            Swatch::Line(look.style)
         };
         // An empty reference or point set (no infeasible candidate) needs no entry.
         if !l.points.is_empty() || !(l.reference || l.dots || l.crosses) {
@@ -240,64 +297,125 @@ pub fn line_layout(c: &LineChart, size: (u32, u32)) -> Layout {
 
 type Coords = Cartesian2d<ticks::Axis, ticks::Axis>;
 
-fn draw_title<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, r: Rect) -> DrawResult<DB> {
-    let size = title_size(title, r.width());
+fn draw_title<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, r: Rect, s: Scale) -> DrawResult<DB> {
+    let size = title_size(title, r.width(), s);
     let font = ("sans-serif", size).into_font().color(&BLACK).pos(Pos::new(HPos::Center, VPos::Center));
-    root.draw(&Text::new(title.to_string(), ((r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2 + 4), font))
+    root.draw(&Text::new(title.to_string(), ((r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2 + s.px(4.0)), font))
 }
 
-/// Draws a short sample of the swatch at (x, y) (its vertical middle).
-fn draw_swatch<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: Swatch, x: i32, y: i32) -> DrawResult<DB> {
-    let seg = vec![(x, y), (x + SWATCH - 10, y)];
-    match s {
-        Swatch::Line(st) => {
-            let col = st.rgb();
-            draw_path(root, &seg, st.pattern, col.stroke_width(3))?;
-            if st.marker {
-                root.draw(&Circle::new((x + (SWATCH - 10) / 2, y), 4, col.filled()))?;
-            }
-            Ok(())
-        }
-        Swatch::Reference => root.draw(&PathElement::new(seg, GREY.stroke_width(2))),
-        Swatch::ReferenceColored(i) => draw_path(root, &seg, Pattern::Dotted, color(i).stroke_width(2)),
-        Swatch::Dot(i) => root.draw(&Circle::new((x + 12, y), 6, color(i).filled())),
-        Swatch::GreyDot => root.draw(&Circle::new((x + 12, y), 4, GREY.filled())),
-        Swatch::Cross => root.draw(&Cross::new((x + 12, y), 5, RGBColor(213, 94, 0).stroke_width(2))),
-        Swatch::Shade => {
-            root.draw(&Rectangle::new([(x, y - 7), (x + SWATCH - 10, y + 7)], RGBColor(200, 200, 200).filled()))
-        }
-        Swatch::Threshold => draw_path(root, &seg, Pattern::Dashed, RGBColor(90, 90, 90).stroke_width(2)),
-        Swatch::Bar(st) => super::bars::draw_bar_swatch(root, st, x, y),
-    }
+/// The dash lengths of a pattern at scale `s`.
+fn dashes(pattern: Pattern, s: Scale) -> Vec<f64> {
+    pattern.dashes().iter().map(|d| d * s.0).collect()
 }
 
-/// A polyline in pixels with a pattern.
-fn draw_path<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
+/// Whether `DB` draws pixels (the PNG), not an SVG.
+fn raster<DB: DrawingBackend>() -> bool {
+    std::any::type_name::<DB>().contains("BitMapBackend")
+}
+
+/// A polyline in pixels of `area` with a pattern.
+fn pixel_path<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
     pts: &[(i32, i32)],
     pattern: Pattern,
-    s: ShapeStyle,
+    s: Scale,
+    st: ShapeStyle,
 ) -> DrawResult<DB> {
-    match pattern {
-        Pattern::Solid => root.draw(&PathElement::new(pts.to_vec(), s)),
-        Pattern::Dashed => root.draw(&DashedPathElement::new(pts.iter().copied(), 10, 6, s)),
-        Pattern::Dotted => root.draw(&DashedPathElement::new(pts.iter().copied(), 3, 4, s)),
+    let f: Vec<(f64, f64)> = pts.iter().map(|p| (p.0 as f64, p.1 as f64)).collect();
+    for piece in dash(&f, &dashes(pattern, s)) {
+        let mut px: Vec<(i32, i32)> = piece.iter().map(|p| (p.0.round() as i32, p.1.round() as i32)).collect();
+        px.dedup();
+        if st.stroke_width <= 3 || px.len() < 3 || !raster::<DB>() {
+            area.draw(&PathElement::new(px, st))?;
+            continue;
+        }
+        // A wide line in a PNG: segment by segment with round joins, as the
+        // mitred joins plotters rasterises for wide lines spike at sharp
+        // turns (an SVG keeps one polyline: its viewer draws the joins).
+        for w in px.windows(2) {
+            area.draw(&PathElement::new(w.to_vec(), st))?;
+        }
+        let r = (st.stroke_width as i32 - 1) / 2;
+        for &p in &px[1..px.len() - 1] {
+            area.draw(&Circle::new(p, r, st.color.filled()))?;
+        }
     }
+    Ok(())
 }
 
-/// A polyline in data coordinates with a pattern.
+/// A polyline in data coordinates with a pattern (the dashes measured in pixels).
 fn data_path<DB: DrawingBackend>(
     plot: &DrawingArea<DB, Coords>,
     pts: &[(f64, f64)],
     pattern: Pattern,
-    s: ShapeStyle,
+    s: Scale,
+    st: ShapeStyle,
 ) -> DrawResult<DB> {
-    match pattern {
-        Pattern::Solid => plot.draw(&PathElement::new(pts.to_vec(), s)),
-        Pattern::Dashed => plot.draw(&DashedPathElement::new(pts.iter().copied(), 10, 6, s)),
-        Pattern::Dotted => plot.draw(&DashedPathElement::new(pts.iter().copied(), 3, 4, s)),
+    let base = plot.get_base_pixel();
+    let px: Vec<(i32, i32)> = pts
+        .iter()
+        .map(|p| {
+            let (x, y) = plot.map_coordinate(p);
+            (x - base.0, y - base.1)
+        })
+        .collect();
+    pixel_path(&plot.strip_coord_spec(), &px, pattern, s, st)
+}
+
+/// Draws a short sample of the swatch at (x, y) (its vertical middle).
+fn draw_swatch<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    sw: Swatch,
+    x: i32,
+    y: i32,
+    s: Scale,
+) -> DrawResult<DB> {
+    let seg = vec![(x, y), (x + s.swatch() - s.px(10.0), y)];
+    let (thin, half) = (s.px(2.0), s.px(7.0));
+    match sw {
+        Swatch::Line(st) => {
+            let col = st.rgb();
+            pixel_path(root, &seg, st.pattern, s, col.stroke_width(s.line() as u32))?;
+            if st.marker {
+                root.draw(&Circle::new((x + (s.swatch() - s.px(10.0)) / 2, y), s.px(4.0), col.filled()))?;
+            }
+            Ok(())
+        }
+        Swatch::Reference => root.draw(&PathElement::new(seg, GREY.stroke_width(thin as u32))),
+        Swatch::ReferenceColored(i) => pixel_path(root, &seg, Pattern::Dotted, s, color(i).stroke_width(thin as u32)),
+        Swatch::ReferenceEach => {
+            pixel_path(root, &seg, Pattern::Dotted, s, RGBColor(60, 60, 60).stroke_width(thin as u32))
+        }
+        Swatch::Dot(i) => root.draw(&Circle::new((x + s.px(12.0), y), s.px(6.0), color(i).filled())),
+        Swatch::GreyDot => root.draw(&Circle::new((x + s.px(12.0), y), s.px(4.0), GREY.filled())),
+        Swatch::Cross => root.draw(&Cross::new((x + s.px(12.0), y), s.px(5.0), CROSS.stroke_width(thin as u32))),
+        Swatch::Shade => {
+            let r = [(x, y - half), (x + s.swatch() - s.px(10.0), y + half)];
+            root.draw(&Rectangle::new(r, SHADE.filled()))?;
+            root.draw(&Rectangle::new(r, RGBColor(150, 150, 150).stroke_width(1)))
+        }
+        Swatch::Threshold => pixel_path(root, &seg, Pattern::Dashed, s, DARK.stroke_width(thin as u32)),
+        Swatch::Bar(st) => super::bars::draw_bar_swatch(root, st, x, y, s),
+        Swatch::Fill(col) => {
+            let r = [(x, y - half), (x + s.swatch() - s.px(10.0), y + half)];
+            root.draw(&Rectangle::new(r, col.filled()))?;
+            root.draw(&Rectangle::new(r, RGBColor(110, 110, 110).stroke_width(1)))
+        }
+        Swatch::Boundary => {
+            let mid = x + (s.swatch() - s.px(10.0)) / 2;
+            root.draw(&PathElement::new(seg, DARK.stroke_width(s.line() as u32)))?;
+            root.draw(&PathElement::new(vec![(mid, y - half), (mid, y + half)], DARK.stroke_width(thin as u32)))?;
+            root.draw(&Circle::new((mid, y), s.px(5.0), DARK.filled()))
+        }
     }
 }
+
+/// The colour of the crosses of infeasible candidates.
+const CROSS: RGBColor = RGBColor(0x88, 0x22, 0x55);
+/// Threshold lines.
+const DARK: RGBColor = RGBColor(90, 90, 90);
+/// Fault windows.
+const SHADE: RGBColor = RGBColor(200, 200, 200);
 
 /// Draws the legend entries where the layout put them.
 pub(super) fn draw_legend<DB: DrawingBackend>(
@@ -308,15 +426,16 @@ pub(super) fn draw_legend<DB: DrawingBackend>(
     if l.entries.is_empty() {
         return Ok(());
     }
+    let s = l.scale;
     let r = l.legend;
     root.draw(&Rectangle::new([(r.x0, r.y0), (r.x1, r.y1)], RGBColor(190, 190, 190).stroke_width(1)))?;
-    let line_h = l.legend_font + 4;
-    for (e, s) in l.entries.iter().zip(swatches) {
-        draw_swatch(root, *s, e.rect.x0, e.rect.y0 + line_h / 2 + 2)?;
+    let line_h = l.legend_font + s.px(4.0);
+    for (e, sw) in l.entries.iter().zip(swatches) {
+        draw_swatch(root, *sw, e.rect.x0, e.rect.y0 + line_h / 2 + s.px(2.0), s)?;
         for (k, text) in e.lines.iter().enumerate() {
             root.draw(&Text::new(
                 text.clone(),
-                (e.rect.x0 + SWATCH, e.rect.y0 + 3 + k as i32 * line_h),
+                (e.rect.x0 + s.swatch(), e.rect.y0 + s.px(3.0) + k as i32 * line_h),
                 ("sans-serif", l.legend_font).into_font().color(&BLACK),
             ))?;
         }
@@ -324,20 +443,28 @@ pub(super) fn draw_legend<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Font sizes of one plot: tick labels, axis names, and a panel caption.
+#[derive(Debug, Clone, Copy)]
+struct Fonts {
+    tick: i32,
+    axis: i32,
+}
+
 /// Axes, ticks, shading, bands, lines, reference lines and vertical marks
 /// of `c` in `area`, over the given ranges.
 fn draw_plot<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,
     c: &LineChart,
-    caption: Option<(&str, u32)>,
+    caption: Option<(&str, i32)>,
     (x0, x1): (f64, f64),
     (y0, y1): (f64, f64),
-    font: u32,
+    fonts: Fonts,
+    s: Scale,
 ) -> Result<ChartContext<'a, DB, Coords>, DrawingAreaErrorKind<DB::ErrorType>> {
     let xk = if c.x_log10 { ticks::log125(x0, x1) } else { ticks::linear(x0, x1, 8) };
     let yk = ticks::linear(y0, y1, 6);
     let mut builder = ChartBuilder::on(area);
-    builder.margin(layout::MARGIN).x_label_area_size(layout::X_LABEL_AREA).y_label_area_size(layout::Y_LABEL_AREA);
+    builder.margin(s.margin()).x_label_area_size(s.x_label_area()).y_label_area_size(s.y_label_area());
     if let Some((text, size)) = caption {
         builder.caption(text, ("sans-serif", size));
     }
@@ -350,17 +477,16 @@ fn draw_plot<'a, DB: DrawingBackend>(
         .y_desc(&c.y_label)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&|y| short(*y))
-        .label_style(("sans-serif", font))
-        .axis_desc_style(("sans-serif", font + 3))
+        .label_style(("sans-serif", fonts.tick))
+        .axis_desc_style(("sans-serif", fonts.axis))
+        .set_all_tick_mark_size(s.px(5.0))
         .bold_line_style(RGBColor(228, 228, 228))
+        .axis_style(BLACK.stroke_width(s.px(1.0) as u32))
         .draw()?;
     for (a, b, _) in &c.shade {
         let (a, b) = (a.max(x0), b.min(x1));
         if b > a {
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(a, y0), (b, y1)],
-                RGBColor(200, 200, 200).mix(0.35).filled(),
-            )))?;
+            chart.draw_series(std::iter::once(Rectangle::new([(a, y0), (b, y1)], SHADE.mix(0.35).filled())))?;
         }
     }
     for l in &c.lines {
@@ -372,43 +498,54 @@ fn draw_plot<'a, DB: DrawingBackend>(
             chart.draw_series(std::iter::once(Polygon::new(poly, col.mix(0.15).filled())))?;
         }
     }
-    let st = styles(&c.lines, y1 - y0);
+    let looks = styles(&c.lines, y1 - y0);
     let plot = chart.plotting_area();
-    for (l, (s, _)) in c.lines.iter().zip(&st) {
+    let thin = s.px(2.0) as u32;
+    // References first, then the lines that others lie on (widest first),
+    // so that every line shows.
+    let mut order: Vec<usize> = (0..c.lines.len()).collect();
+    order.sort_by_key(|&i| {
+        let l = &c.lines[i];
+        (!(l.reference || l.reference_colored), std::cmp::Reverse(looks[i].under), l.dots || l.crosses)
+    });
+    for i in order {
+        let (l, look) = (&c.lines[i], looks[i]);
         if l.crosses {
             for &p in &l.points {
-                plot.draw(&Cross::new(p, 6, RGBColor(213, 94, 0).stroke_width(2)))?;
+                plot.draw(&Cross::new(p, s.px(6.0), CROSS.stroke_width(thin)))?;
             }
         } else if l.dots {
-            let (col, r) = if l.reference { (GREY, 4) } else { (color(l.color), 7) };
+            let (col, r) = if l.reference { (GREY, s.px(4.0)) } else { (color(l.color), s.px(7.0)) };
             for &p in &l.points {
                 plot.draw(&Circle::new(p, r, col.filled()))?;
             }
         } else if l.reference || l.reference_colored {
             let col = if l.reference_colored { color(l.color) } else { GREY };
             let pattern = if l.reference_colored { Pattern::Dotted } else { Pattern::Solid };
-            data_path(plot, &l.points, pattern, col.stroke_width(2))?;
+            data_path(plot, &l.points, pattern, s, col.stroke_width(thin))?;
         } else {
-            data_path(plot, &l.points, s.pattern, s.rgb().stroke_width(3))?;
-            if s.marker {
+            let st = look.style;
+            // 2 pixels wider per line on top (at most 6 wider in all).
+            let width = s.line() + (look.under as f64 * (2.0f64).min(6.0 / look.under as f64) * s.0).round() as i32;
+            data_path(plot, &l.points, st.pattern, s, st.rgb().stroke_width(width as u32))?;
+            if st.marker {
                 for &p in &l.points {
-                    plot.draw(&Circle::new(p, 4, s.rgb().filled()))?;
+                    plot.draw(&Circle::new(p, s.px(4.0) + (width - s.line()) / 2, st.rgb().filled()))?;
                 }
             }
         }
     }
-    let dark = RGBColor(90, 90, 90);
     for (y, _) in &c.thresholds {
-        data_path(plot, &[(x0, *y), (x1, *y)], Pattern::Dashed, dark.stroke_width(2))?;
+        data_path(plot, &[(x0, *y), (x1, *y)], Pattern::Dashed, s, DARK.stroke_width(thin))?;
     }
     for (x, _) in &c.x_thresholds {
-        data_path(plot, &[(*x, y0), (*x, y1)], Pattern::Dashed, dark.stroke_width(2))?;
+        data_path(plot, &[(*x, y0), (*x, y1)], Pattern::Dashed, s, DARK.stroke_width(thin))?;
     }
     for m in &c.marks {
         let pts = [(m.x, y0), (m.x, y1)];
         match m.color {
-            Some(i) => data_path(plot, &pts, Pattern::Solid, color(i).stroke_width(2))?,
-            None => data_path(plot, &pts, Pattern::Dashed, GREY.stroke_width(2))?,
+            Some(i) => data_path(plot, &pts, Pattern::Solid, s, color(i).stroke_width(thin))?,
+            None => data_path(plot, &pts, Pattern::Dashed, s, GREY.stroke_width(thin))?,
         }
     }
     Ok(chart)
@@ -420,24 +557,27 @@ fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart, 
     let entries = legend(c, yr.1 - yr.0);
     let texts: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
     let l = layout::layout(size, &texts, &c.marks, xr);
-    draw_title(root, &c.title, l.title)?;
+    let s = l.scale;
+    draw_title(root, &c.title, l.title, s)?;
     let area = root.clone().shrink((l.chart.x0, l.chart.y0), (l.chart.width() as u32, l.chart.height() as u32));
-    let chart = draw_plot(&area, c, None, xr, yr, 18)?;
+    let chart = draw_plot(&area, c, None, xr, yr, Fonts { tick: s.tick_font(), axis: s.axis_font() }, s)?;
     let top = chart.plotting_area().get_pixel_range().1.start;
     for p in &l.labels {
         let col = p.colors[0].map(color).unwrap_or(GREY);
         root.draw(&PathElement::new(vec![(p.anchor, p.rect.y1), (p.anchor, top)], col.mix(0.6).stroke_width(1)))?;
         root.draw(&Rectangle::new([(p.rect.x0, p.rect.y0), (p.rect.x1, p.rect.y1)], WHITE.filled()))?;
-        let mut x = p.rect.x0 + 3;
+        let mut x = p.rect.x0 + s.px(3.0);
         if p.merged > 1 {
             // One small square per mark the label stands for, in its colour.
             for c in &p.colors {
                 let col = c.map(color).unwrap_or(GREY);
-                root.draw(&Rectangle::new([(x, p.rect.y0 + 5), (x + 9, p.rect.y0 + 14)], col.filled()))?;
-                x += 12;
+                let (a, b) = (p.rect.y0 + s.px(5.0), p.rect.y0 + s.px(14.0));
+                root.draw(&Rectangle::new([(x, a), (x + s.px(9.0), b)], col.filled()))?;
+                x += s.px(12.0);
             }
         }
-        root.draw(&Text::new(p.text.clone(), (x, p.rect.y0 + 2), ("sans-serif", LABEL_FONT).into_font().color(&col)))?;
+        let font = ("sans-serif", s.label_font()).into_font().color(&col);
+        root.draw(&Text::new(p.text.clone(), (x, p.rect.y0 + s.px(2.0)), font))?;
     }
     let swatches: Vec<Swatch> = entries.iter().map(|e| e.1).collect();
     draw_legend(root, &l, &swatches)
@@ -457,7 +597,7 @@ pub fn grid_shape(n: usize) -> (usize, usize) {
 
 /// The one legend of small multiples: a series is "(same as X)" only when
 /// it lies on X in every panel (each panel still draws a line that lies on
-/// another there dashed, so both show).
+/// another there so that both show).
 pub fn grid_legend(g: &GridChart, y_span: f64) -> Vec<(String, Swatch)> {
     let Some(first) = g.panels.first() else { return Vec::new() };
     let aligned = g.panels.iter().all(|p| p.lines.len() == first.lines.len());
@@ -482,22 +622,25 @@ fn draw_grid<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, g: &GridChart, s
     let entries = grid_legend(g, yr.1 - yr.0);
     let texts: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
     let l = layout::layout(size, &texts, &[], xr);
-    draw_title(root, &g.title, l.title)?;
+    let s = l.scale;
+    draw_title(root, &g.title, l.title, s)?;
     let area = root.clone().shrink((l.chart.x0, l.chart.y0), (l.chart.width() as u32, l.chart.height() as u32));
     let (rows, cols) = grid_shape(g.panels.len());
     let cells = area.split_evenly((rows, cols));
     for (panel, cell) in g.panels.iter().zip(&cells) {
         let (pxr, _) = ranges(panel);
-        draw_plot(cell, panel, Some((&panel.title, 17)), pxr, yr, 13)?;
+        let fonts = Fonts { tick: s.px(13.0), axis: s.px(16.0) };
+        draw_plot(cell, panel, Some((&panel.title, s.px(17.0))), pxr, yr, fonts, s)?;
     }
     let swatches: Vec<Swatch> = entries.iter().map(|e| e.1).collect();
     draw_legend(root, &l, &swatches)
 }
 
-/// A title font size that fits `width` pixels.
-pub(super) fn title_size(title: &str, width: i32) -> u32 {
+/// A title font size that fits `width` pixels: 28 pixels at the default
+/// size, grown with the chart, smaller for a long title.
+pub(super) fn title_size(title: &str, width: i32, s: Scale) -> i32 {
     let chars = title.chars().count().max(1) as f64;
-    ((width as f64 - 60.0) / (0.6 * chars)).clamp(12.0, 28.0) as u32
+    ((width as f64 - 60.0 * s.0) / (0.6 * chars)).clamp(12.0 * s.0, 28.0 * s.0) as i32
 }
 
 /// A compact tick label.
@@ -534,13 +677,31 @@ pub fn save(chart: &Chart, dir: &Path, stem: &str) -> anyhow::Result<()> {
 /// Draws `chart` as `<stem>.png` and `<stem>.svg` in `dir` at `size`
 /// pixels (through temporary files renamed into place).
 pub fn save_sized(chart: &Chart, dir: &Path, stem: &str, size: (u32, u32)) -> anyhow::Result<()> {
+    save_with(chart, dir, stem, size)
+}
+
+/// Something drawn onto any plotters backend.
+pub(super) trait Drawable {
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, size: (u32, u32)) -> DrawResult<DB>;
+}
+
+impl Drawable for Chart {
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, size: (u32, u32)) -> DrawResult<DB> {
+        draw_any(root, self, size)
+    }
+}
+
+/// Draws `d` into `<stem>.png` and `<stem>.svg` in `dir` at `size`
+/// (through temporary files renamed into place; Ctrl-C while drawing
+/// leaves the files as they were).
+pub(super) fn save_with(d: &impl Drawable, dir: &Path, stem: &str, size: (u32, u32)) -> anyhow::Result<()> {
     register_font();
     std::fs::create_dir_all(dir)?;
     let tmp_png = dir.join(format!(".{stem}.tmp-{}.png", std::process::id()));
     let drawn = (|| -> anyhow::Result<()> {
         crate::interrupt::check()?;
         let root = BitMapBackend::new(&tmp_png, size).into_drawing_area();
-        draw_any(&root, chart, size).map_err(|e| anyhow::anyhow!("drawing {stem}.png: {e}"))?;
+        d.draw_on(&root, size).map_err(|e| anyhow::anyhow!("drawing {stem}.png: {e}"))?;
         root.present().map_err(|e| anyhow::anyhow!("writing {stem}.png: {e}"))?;
         // Ctrl-C while drawing: the file is not moved into place.
         Ok(crate::interrupt::check()?)
@@ -553,11 +714,23 @@ pub fn save_sized(chart: &Chart, dir: &Path, stem: &str, size: (u32, u32)) -> an
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        draw_any(&root, chart, size).map_err(|e| anyhow::anyhow!("drawing {stem}.svg: {e}"))?;
+        d.draw_on(&root, size).map_err(|e| anyhow::anyhow!("drawing {stem}.svg: {e}"))?;
         root.present().map_err(|e| anyhow::anyhow!("writing {stem}.svg: {e}"))?;
     }
     crate::output::write_atomic(&dir.join(format!("{stem}.svg")), svg.as_bytes(), &[])?;
     Ok(())
+}
+
+/// The SVG text of `chart` at `size` (what `<stem>.svg` holds).
+pub fn svg_of(chart: &Chart, size: (u32, u32)) -> String {
+    register_font();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw_any(&root, chart, size).expect("drawing into a string");
+        root.present().expect("drawing into a string");
+    }
+    svg
 }
 
 /// The plotting area plotters actually uses for `c` at `size` (to check
@@ -568,8 +741,10 @@ pub fn plot_area_px(c: &LineChart, size: (u32, u32)) -> Rect {
     let root = BitMapBackend::with_buffer(&mut buf, size).into_drawing_area();
     let (xr, yr) = ranges(c);
     let l = line_layout(c, size);
+    let s = l.scale;
     let area = root.clone().shrink((l.chart.x0, l.chart.y0), (l.chart.width() as u32, l.chart.height() as u32));
-    let chart = draw_plot(&area, c, None, xr, yr, 18).expect("drawing into memory");
+    let chart = draw_plot(&area, c, None, xr, yr, Fonts { tick: s.tick_font(), axis: s.axis_font() }, s)
+        .expect("drawing into memory");
     let (xs, ys) = chart.plotting_area().get_pixel_range();
     Rect { x0: xs.start, y0: ys.start, x1: xs.end, y1: ys.end }
 }
@@ -630,9 +805,57 @@ mod tests {
         };
         let texts: Vec<String> = legend(&c, 2.0).into_iter().map(|e| e.0).collect();
         assert_eq!(texts, ["a", "b (same as a)", "c (same as a)", "d"]);
-        let st = styles(&c.lines, 2.0);
-        let patterns: Vec<Pattern> = st.iter().map(|s| s.0.pattern).collect();
-        assert_eq!(patterns, [Pattern::Solid, Pattern::Dashed, Pattern::Dotted, Pattern::Solid]);
+        // Each keeps its own style; the first is drawn widest under the
+        // others, the second under the third.
+        let looks = styles(&c.lines, 2.0);
+        let under: Vec<usize> = looks.iter().map(|l| l.under).collect();
+        assert_eq!(under, [2, 1, 0, 0]);
+        assert!(looks.iter().enumerate().all(|(i, l)| l.style == style(i)));
+    }
+
+    #[test]
+    fn a_line_that_mostly_lies_on_an_earlier_one_is_drawn_over_a_wider_one() {
+        // "no retries" and "immediate retries" agree except at a spike: the
+        // first is drawn wider underneath so that it is not hidden.
+        let base: Vec<f64> = (0..40).map(|i| 600.0 + (i % 7) as f64).collect();
+        let mut spiky = base.clone();
+        spiky[10] += 200.0;
+        spiky[11] += 150.0;
+        let c = LineChart {
+            lines: vec![line("no retries", 0, &base), line("immediate retries", 1, &spiky), line("far", 2, &[0.0; 40])],
+            ..LineChart::default()
+        };
+        let looks = styles(&c.lines, 820.0);
+        assert_eq!(looks.iter().map(|l| l.under).collect::<Vec<_>>(), [1, 0, 0]);
+        assert_eq!(looks[1].same_as, None, "not the same everywhere: no (same as) in the legend");
+        // Lines at other x (a CDF) are compared where they overlap.
+        let a = vec![(0.0, 0.0), (1.0, 0.5), (2.0, 1.0)];
+        let b = vec![(0.5, 0.25), (1.5, 0.75), (1.9, 0.95)];
+        assert!(lies_on(&b, &a, 0.01) && !lies_on(&b, &[(0.0, 0.5), (2.0, 0.5)], 0.01));
+    }
+
+    #[test]
+    fn fonts_in_the_svg_grow_with_the_size() {
+        let c = Chart::Lines(LineChart {
+            title: "t".into(),
+            x_label: "time (s)".into(),
+            y_label: "y".into(),
+            lines: vec![line("a", 0, &[1.0, 2.0]), line("b", 1, &[2.0, 1.0])],
+            ..LineChart::default()
+        });
+        let sizes = |svg: &str| -> Vec<f64> {
+            svg.split("font-size=\"").skip(1).filter_map(|t| t.split('"').next()?.parse().ok()).collect()
+        };
+        let small = sizes(&svg_of(&c, SIZE));
+        let big = sizes(&svg_of(&c, (1920, 1080)));
+        let (min_s, min_b) =
+            (small.iter().cloned().fold(f64::MAX, f64::min), big.iter().cloned().fold(f64::MAX, f64::min));
+        let (max_s, max_b) = (small.iter().cloned().fold(0.0, f64::max), big.iter().cloned().fold(0.0, f64::max));
+        assert!(min_b >= min_s * 1.4 && max_b >= max_s * 1.4, "{small:?} vs {big:?}");
+        let widths = |svg: &str| -> f64 {
+            svg.split("stroke-width=\"").skip(1).filter_map(|t| t.split('"').next()?.parse().ok()).fold(0.0, f64::max)
+        };
+        assert!(widths(&svg_of(&c, (1920, 1080))) > widths(&svg_of(&c, SIZE)), "lines grow too");
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Where everything of a chart goes, decided before drawing so that it can
 //! be checked: the title, a strip of mark labels (knees, the end of the
 //! arrivals) above the plot, stacked in rows so that no two labels
-//! overlap, the plot area, and the legend in a column to the right of the
-//! plot, outside the data.
+//! overlap, the plot area, and the legend below the plot, in as many
+//! columns as fit, outside the data. Every size in pixels (fonts, margins,
+//! line widths) grows with the chart ([`Scale`]), so a chart drawn for a
+//! projector is as readable as one drawn at the default size.
 
 /// A pixel rectangle, `x0..x1` by `y0..y1` (ends excluded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +26,11 @@ impl Rect {
         o.x0 >= self.x0 && o.x1 <= self.x1 && o.y0 >= self.y0 && o.y1 <= self.y1
     }
 
+    /// Whether the pixel (x, y) lies inside.
+    pub fn holds(&self, x: i32, y: i32) -> bool {
+        x >= self.x0 && x < self.x1 && y >= self.y0 && y < self.y1
+    }
+
     pub fn width(&self) -> i32 {
         self.x1 - self.x0
     }
@@ -33,21 +40,73 @@ impl Rect {
     }
 }
 
-/// Space around the plotters chart.
-pub const MARGIN: i32 = 20;
-/// Room left of the plot for the y ticks and the y axis name.
-pub const Y_LABEL_AREA: i32 = 96;
-/// Room under the plot for the x ticks and the x axis name.
-pub const X_LABEL_AREA: i32 = 64;
-/// Height of the title line.
-pub const TITLE_H: i32 = 46;
-/// Font size of mark labels and their row height.
-pub const LABEL_FONT: i32 = 16;
-pub const LABEL_ROW: i32 = 22;
-/// Font size of legend entries (their line is 4 px taller).
-pub const LEGEND_FONT: i32 = 17;
-/// Width of a legend entry's swatch and the gap after it.
-pub const SWATCH: i32 = 40;
+/// The default chart size, at which [`Scale`] is 1.
+pub const BASE: (u32, u32) = (1280, 720);
+
+/// How much larger than at [`BASE`] the text, margins and lines of a
+/// chart of some size are drawn: the smaller of its width and height
+/// ratios to 1280 × 720 (1.5 at 1920 × 1080, 3 at 3840 × 2160), at least
+/// 0.6 so that a small chart keeps readable text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale(pub f64);
+
+impl Scale {
+    pub fn of(size: (u32, u32)) -> Scale {
+        let k = (size.0 as f64 / BASE.0 as f64).min(size.1 as f64 / BASE.1 as f64);
+        Scale(k.clamp(0.6, 6.0))
+    }
+
+    /// `v` pixels at the default size, at this scale (at least 1).
+    pub fn px(self, v: f64) -> i32 {
+        (v * self.0).round().max(1.0) as i32
+    }
+
+    /// Space around the plotters chart.
+    pub fn margin(self) -> i32 {
+        self.px(20.0)
+    }
+    /// Room left of the plot for the y ticks and the y axis name.
+    pub fn y_label_area(self) -> i32 {
+        self.px(96.0)
+    }
+    /// Room under the plot for the x ticks and the x axis name.
+    pub fn x_label_area(self) -> i32 {
+        self.px(64.0)
+    }
+    /// Height of the title line.
+    pub fn title_h(self) -> i32 {
+        self.px(46.0)
+    }
+    /// Font size of mark labels, and their row height.
+    pub fn label_font(self) -> i32 {
+        self.px(16.0)
+    }
+    pub fn label_row(self) -> i32 {
+        self.px(22.0)
+    }
+    /// Font size of tick labels and of axis names.
+    pub fn tick_font(self) -> i32 {
+        self.px(18.0)
+    }
+    pub fn axis_font(self) -> i32 {
+        self.px(21.0)
+    }
+    /// Width of a legend entry's swatch and the gap after it.
+    pub fn swatch(self) -> i32 {
+        self.px(40.0)
+    }
+    /// Width of a series' line.
+    pub fn line(self) -> i32 {
+        self.px(3.0)
+    }
+}
+
+/// Font sizes of legend entries at the default size, largest first: a
+/// legend that would take more than [`LEGEND_SHARE`] of the height gets a
+/// smaller font.
+pub const LEGEND_FONTS: [f64; 4] = [17.0, 14.0, 12.0, 10.0];
+/// The largest share of the chart's height the legend may take.
+pub const LEGEND_SHARE: f64 = 0.3;
 
 /// A generous estimate of the width of `text` in DejaVu Sans at `font` px.
 pub fn text_width(text: &str, font: i32) -> i32 {
@@ -106,6 +165,7 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {
     pub size: (u32, u32),
+    pub scale: Scale,
     pub title: Rect,
     /// The strip above the plot that holds the mark labels.
     pub strip: Rect,
@@ -113,7 +173,7 @@ pub struct Layout {
     pub chart: Rect,
     /// The plotting area (inside `chart`).
     pub plot: Rect,
-    /// The legend column (empty when there is no legend).
+    /// The legend, below `chart` (empty when there is no legend).
     pub legend: Rect,
     pub entries: Vec<Entry>,
     pub labels: Vec<Placed>,
@@ -140,42 +200,63 @@ fn merged_text(labels: &[&str]) -> String {
     }
 }
 
+/// The legend entries placed in rows below the chart, left to right, in
+/// as many equal columns as the widest entry allows (wrapped when even one
+/// column is too narrow): the entries with their rectangles, starting at
+/// y = 0, and the legend's height.
+pub(super) fn legend_rows(texts: &[String], x0: i32, width: i32, font: i32, s: Scale) -> (Vec<Entry>, i32) {
+    if texts.is_empty() {
+        return (Vec::new(), 0);
+    }
+    let (pad, gap) = (s.px(6.0), s.px(16.0));
+    let line_h = font + s.px(4.0);
+    let widest = texts.iter().map(|t| text_width(t, font)).max().unwrap_or(0) + s.swatch() + gap;
+    let cols = ((width / widest.max(1)) as usize).clamp(1, texts.len());
+    // Down the columns first, so that the entries read in order.
+    let rows = texts.len().div_ceil(cols);
+    let cols = texts.len().div_ceil(rows);
+    let cell = width / cols as i32;
+    let chars = ((cell - s.swatch() - gap) as f64 / (font as f64 * 0.6)).floor().max(8.0) as usize;
+    let wrapped: Vec<Vec<String>> = texts.iter().map(|t| wrap(t, chars)).collect();
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut y = pad;
+    for r in 0..rows {
+        let in_row: Vec<usize> = (0..cols).map(|c| c * rows + r).filter(|&i| i < texts.len()).collect();
+        let row_h = in_row.iter().map(|&i| wrapped[i].len() as i32).max().unwrap_or(1) * line_h + s.px(5.0);
+        for &i in &in_row {
+            let ex = x0 + (i / rows) as i32 * cell;
+            entries.push(Entry {
+                rect: Rect { x0: ex + pad, y0: y, x1: ex + cell, y1: y + row_h },
+                lines: wrapped[i].clone(),
+            });
+        }
+        y += row_h;
+    }
+    // Back in the order of the texts.
+    entries.sort_by_key(|e| (e.rect.x0, e.rect.y0));
+    (entries, y + pad)
+}
+
 /// Lays out a chart of `size` with these legend entries and marks over
 /// the x range `x_range` (data units, linear).
 pub fn layout(size: (u32, u32), legend: &[String], marks: &[Mark], x_range: (f64, f64)) -> Layout {
-    // The legend column: as wide as its longest entry, at most 30% of the
-    // chart; wider, then in a smaller font, when it would not fit the height.
-    let tries = [(0.3, LEGEND_FONT), (0.42, LEGEND_FONT), (0.42, 14), (0.5, 12), (0.5, 10)];
-    let mut last = None;
-    for (cap, font) in tries {
-        let l = layout_with(size, legend, marks, x_range, cap, font);
-        if l.legend.y1 <= size.1 as i32 {
-            return l;
-        }
-        last = Some(l);
-    }
-    last.expect("at least one try")
-}
-
-fn layout_with(
-    size: (u32, u32),
-    legend: &[String],
-    marks: &[Mark],
-    x_range: (f64, f64),
-    cap: f64,
-    font: i32,
-) -> Layout {
+    let s = Scale::of(size);
     let (w, h) = (size.0 as i32, size.1 as i32);
-    let line_h = font + 4;
-    let legend_w = if legend.is_empty() {
-        0
-    } else {
-        let widest = legend.iter().map(|t| text_width(t, font)).max().unwrap_or(0);
-        (widest + SWATCH + 16).clamp(170.min((w as f64 * cap) as i32), (w as f64 * cap) as i32)
-    };
-    let chart_x1 = if legend_w > 0 { w - legend_w - 6 } else { w };
-    let plot_x0 = MARGIN + Y_LABEL_AREA;
-    let plot_x1 = chart_x1 - MARGIN;
+    // The legend below the plot, across the whole width: in a smaller font
+    // when it would take too much of the height.
+    let mut placed = (Vec::new(), 0, s.px(LEGEND_FONTS[0]));
+    for f in LEGEND_FONTS {
+        let font = s.px(f);
+        let (entries, lh) = legend_rows(legend, s.margin(), w - 2 * s.margin(), font, s);
+        placed = (entries, lh, font);
+        if lh as f64 <= h as f64 * LEGEND_SHARE {
+            break;
+        }
+    }
+    let (mut entries, legend_h, font) = placed;
+    let chart_y1 = h - legend_h;
+    let plot_x0 = s.margin() + s.y_label_area();
+    let plot_x1 = w - s.margin();
     let (x0, x1) = x_range;
     let to_px = |x: f64| {
         let span = if x1 > x0 { x1 - x0 } else { 1.0 };
@@ -195,13 +276,16 @@ fn layout_with(
     let mut rows: Vec<Vec<(i32, i32)>> = Vec::new();
     // (label with its rect's x range, row).
     let mut pending: Vec<(Placed, usize)> = Vec::new();
+    let sq = s.px(12.0);
     for g in &groups {
         let anchor = g[0].0;
         let text = merged_text(&g.iter().map(|(_, m)| m.label.as_str()).collect::<Vec<_>>());
-        let tw = text_width(&text, LABEL_FONT) + 6;
+        let squares = if g.len() > 1 { g.len() as i32 * sq } else { 0 };
+        let tw = text_width(&text, s.label_font()) + s.px(6.0) + squares;
         // Right of its mark, or left of it where it would leave the plot.
         let (a, b) = if anchor + tw <= plot_x1 { (anchor, anchor + tw) } else { ((anchor - tw).max(0), anchor) };
-        let row = rows.iter().position(|r| r.iter().all(|&(c, d)| b + 4 <= c || d + 4 <= a)).unwrap_or_else(|| {
+        let sep = s.px(4.0);
+        let row = rows.iter().position(|r| r.iter().all(|&(c, d)| b + sep <= c || d + sep <= a)).unwrap_or_else(|| {
             rows.push(Vec::new());
             rows.len() - 1
         });
@@ -210,39 +294,30 @@ fn layout_with(
         let merged = colors.len();
         pending.push((Placed { text, colors, anchor, rect: Rect { x0: a, y0: 0, x1: b, y1: 0 }, merged }, row));
     }
-    let strip_h = if rows.is_empty() { 0 } else { rows.len() as i32 * LABEL_ROW + 6 };
-    let title = Rect { x0: 0, y0: 0, x1: w, y1: TITLE_H };
-    let strip = Rect { x0: 0, y0: TITLE_H, x1: chart_x1, y1: TITLE_H + strip_h };
-    let chart = Rect { x0: 0, y0: strip.y1, x1: chart_x1, y1: h };
-    let plot = Rect { x0: plot_x0, y0: chart.y0 + MARGIN, x1: plot_x1, y1: h - MARGIN - X_LABEL_AREA };
+    let strip_h = if rows.is_empty() { 0 } else { rows.len() as i32 * s.label_row() + s.px(6.0) };
+    let title = Rect { x0: 0, y0: 0, x1: w, y1: s.title_h() };
+    let strip = Rect { x0: 0, y0: title.y1, x1: w, y1: title.y1 + strip_h };
+    let chart = Rect { x0: 0, y0: strip.y1, x1: w, y1: chart_y1 };
+    let plot =
+        Rect { x0: plot_x0, y0: chart.y0 + s.margin(), x1: plot_x1, y1: chart.y1 - s.margin() - s.x_label_area() };
     let labels = pending
         .into_iter()
         .map(|(mut p, row)| {
-            p.rect.y0 = strip.y0 + 3 + row as i32 * LABEL_ROW;
-            p.rect.y1 = p.rect.y0 + LABEL_ROW - 2;
+            p.rect.y0 = strip.y0 + s.px(3.0) + row as i32 * s.label_row();
+            p.rect.y1 = p.rect.y0 + s.label_row() - s.px(2.0);
             p
         })
         .collect();
-    // The legend: entries wrapped to the column, top-aligned with the plot.
-    let chars = ((legend_w - SWATCH - 12) as f64 / (font as f64 * 0.6)).floor().max(8.0) as usize;
-    let lx0 = chart_x1 + 6;
-    let mut y = TITLE_H + 4;
-    let entries: Vec<Entry> = legend
-        .iter()
-        .map(|t| {
-            let lines = wrap(t, chars);
-            let eh = lines.len() as i32 * line_h + 5;
-            let e = Entry { rect: Rect { x0: lx0 + 6, y0: y, x1: w - 6, y1: y + eh }, lines };
-            y += eh;
-            e
-        })
-        .collect();
-    let legend = if legend.is_empty() {
-        Rect { x0: w, y0: TITLE_H, x1: w, y1: TITLE_H }
+    for e in &mut entries {
+        e.rect.y0 += chart_y1;
+        e.rect.y1 += chart_y1;
+    }
+    let legend = if entries.is_empty() {
+        Rect { x0: 0, y0: h, x1: w, y1: h }
     } else {
-        Rect { x0: lx0, y0: TITLE_H, x1: w - 2, y1: y + 6 }
+        Rect { x0: s.margin(), y0: chart_y1, x1: w - s.margin(), y1: h - s.px(2.0) }
     };
-    Layout { size, title, strip, chart, plot, legend, entries, labels, legend_font: font }
+    Layout { size, scale: s, title, strip, chart, plot, legend, entries, labels, legend_font: font }
 }
 
 #[cfg(test)]
@@ -287,6 +362,43 @@ mod tests {
         assert!(l.entries.iter().all(|e| l.legend.contains(&e.rect)));
         assert!(l.legend.y1 <= 720, "legend taller than the chart: {:?}", l.legend);
         assert!(l.plot.width() > 600, "plot too narrow: {:?}", l.plot);
+    }
+
+    #[test]
+    fn the_legend_is_below_the_plot_and_leaves_it_the_width() {
+        // Nine entries, one of them long: the legend takes rows under the
+        // plot, never its side, and no more than 30% of the height.
+        let mut names: Vec<String> = (0..8).map(|i| format!("variant {i}")).collect();
+        names.push("offered intents (dotted, in each variant's colour)".into());
+        let l = layout((1280, 720), &names, &[], (0.0, 230.0));
+        assert!(l.legend.y0 >= l.plot.y1 && l.legend.y0 >= l.chart.y1, "{l:?}");
+        assert!(l.plot.width() > 1280 * 8 / 10, "the plot keeps the width: {:?}", l.plot);
+        assert!(l.legend.height() as f64 <= 720.0 * LEGEND_SHARE);
+        for (i, e) in l.entries.iter().enumerate() {
+            assert!(l.legend.contains(&e.rect) && !e.rect.intersects(&l.plot));
+            for f in &l.entries[i + 1..] {
+                assert!(!e.rect.intersects(&f.rect), "{e:?} overlaps {f:?}");
+            }
+        }
+        // Several columns, read down each column in order.
+        let rows = l.entries.iter().filter(|e| e.rect.x0 == l.entries[0].rect.x0).count();
+        assert!(rows < names.len());
+        assert!(l.entries[0].rect.y0 < l.entries[1].rect.y0 && l.entries[0].rect.x0 == l.entries[1].rect.x0);
+        assert!(l.entries[rows].rect.x0 > l.entries[0].rect.x0);
+    }
+
+    #[test]
+    fn text_and_margins_grow_with_the_chart() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let small = layout((1280, 720), &names, &[mark(1.0, "arrivals end (1 s)", 0)], (0.0, 2.0));
+        let big = layout((1920, 1080), &names, &[mark(1.0, "arrivals end (1 s)", 0)], (0.0, 2.0));
+        assert_eq!(small.scale, Scale(1.0));
+        assert_eq!(big.scale, Scale(1.5));
+        assert!(big.legend_font as f64 >= small.legend_font as f64 * 1.45);
+        assert!(big.title.height() as f64 >= small.title.height() as f64 * 1.45);
+        assert!(big.labels[0].rect.height() > small.labels[0].rect.height());
+        // A wide but short chart scales by its height.
+        assert_eq!(Scale::of((3840, 720)), Scale(1.0));
     }
 
     #[test]

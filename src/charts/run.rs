@@ -3,16 +3,13 @@
 //! intervals per edge, per service and for the side-effect anomalies.
 
 use super::bars::{BarChart, BarSeries, BarValue};
-use super::draw::{Chart, Line, LineChart};
+use super::draw::{Chart, Line, LineChart, Swatch};
 use super::layout::Mark;
 use super::{Planned, PlotOptions, check_variants, shown};
 use crate::error::InputError;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// Variants with the same offered series: the first's index, the names, the series.
-type OfferedGroup = (usize, Vec<String>, Vec<(f64, f64)>);
 
 /// `timeseries.csv` averaged over replications: variant → column → (t, mean).
 type Series = BTreeMap<String, BTreeMap<String, Vec<(f64, f64)>>>;
@@ -109,6 +106,85 @@ fn differ(a: &[(f64, f64)], b: &[(f64, f64)], tol: f64) -> bool {
     a.len() != b.len() || a.iter().zip(b).any(|(p, q)| p.0 != q.0 || (p.1 - q.1).abs() > tol)
 }
 
+/// Where a series of `timeseries.csv` ends on a chart. Every bin that
+/// starts before the end of the arrivals is drawn; what comes after it
+/// depends on the series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ends {
+    /// With the arrivals: offered intents.
+    Arrivals,
+    /// With the arrivals, unless the variant still works off a backlog
+    /// after them (1% or more of the series' total comes after the end):
+    /// then at its last non-zero bin. Goodput, attempts, queues and
+    /// utilisation: the few requests in flight when the arrivals stop are
+    /// not drawn as a collapse, a real drain is drawn to its end.
+    Drain,
+}
+
+/// `points` (sorted by time) cut where the series ends ([`Ends`]); with
+/// no known end of the arrivals, at the last non-zero bin.
+fn trim(mut points: Vec<(f64, f64)>, duration: Option<f64>, ends: Ends) -> Vec<(f64, f64)> {
+    let active = points.iter().rposition(|p| p.1 != 0.0 && p.1.is_finite()).map_or(0, |i| i + 1);
+    let Some(d) = duration else {
+        points.truncate(active.max(1));
+        return points;
+    };
+    let within = points.iter().filter(|p| p.0 < d - 1e-9).count();
+    let keep = match ends {
+        Ends::Arrivals => within,
+        Ends::Drain => {
+            let total: f64 = points.iter().map(|p| p.1.abs()).filter(|v| v.is_finite()).sum();
+            let after: f64 = points[within..].iter().map(|p| p.1.abs()).filter(|v| v.is_finite()).sum();
+            if total > 0.0 && after >= 0.01 * total { within.max(active) } else { within }
+        }
+    };
+    points.truncate(keep);
+    points
+}
+
+/// When the `edges` chart would show the `services` chart's numbers again
+/// (every service is called over exactly one edge, and for every variant
+/// each edge's attempts per intent, with its interval, are its service's
+/// requests per intent): the edges and their services, in words.
+fn edges_repeat_services(variants: &[(usize, String, &Value)]) -> Option<String> {
+    let keys = |v: &Value, group: &str| -> Vec<String> {
+        v[group].as_object().map(|o| o.keys().filter(|k| !k.contains('[')).cloned().collect()).unwrap_or_default()
+    };
+    let first = variants.first()?.2;
+    let (edges, services) = (keys(first, "edges"), keys(first, "services"));
+    if edges.is_empty() || edges.len() != services.len() {
+        return None;
+    }
+    let target = |e: &str| e.rsplit("->").next().unwrap_or(e).to_string();
+    let mut targets: Vec<String> = edges.iter().map(|e| target(e)).collect();
+    targets.sort();
+    targets.dedup();
+    if targets.len() != edges.len() || targets.iter().any(|t| !services.contains(t)) {
+        return None;
+    }
+    let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
+        (None, None) => true,
+        _ => false,
+    };
+    for (_, _, v) in variants {
+        if keys(v, "edges") != edges || keys(v, "services") != services {
+            return None;
+        }
+        for e in &edges {
+            let a = &v["edges"][e]["attempts_per_intent"];
+            let b = &v["services"][target(e)]["requests_per_intent"];
+            if !same(a["mean"].as_f64(), b["mean"].as_f64())
+                || !same(a["ci95"][0].as_f64(), b["ci95"][0].as_f64())
+                || !same(a["ci95"][1].as_f64(), b["ci95"][1].as_f64())
+            {
+                return None;
+            }
+        }
+    }
+    Some(edges.iter().map(|e| format!("{e} into {}", target(e))).collect::<Vec<_>>().join(", "))
+}
+
 /// Plans every chart of the run in `dir`; a chart with nothing to show
 /// carries the reason instead of being drawn.
 pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planned, Option<String>)>> {
@@ -125,45 +201,40 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
         .collect();
     let reps = variants.first().and_then(|v| v.2["replications"].as_u64()).unwrap_or(0);
     let (header, ts) = read_timeseries(&dir.join("timeseries.csv"))?;
-    let duration = summary["experiment"]["duration_s"].as_f64().unwrap_or(f64::INFINITY);
-    // The drain ends with the last bin in which anything still happened
-    // (an attempt, a success, a request queued or in service); idle bins after it are left out.
-    let active = |col: &str| col != "offered_per_s" && !col.ends_with("_p99_s");
-    let busy_until = ts
-        .values()
-        .flat_map(|c| {
-            c.iter().filter(|(k, _)| active(k)).flat_map(|(_, p)| p.iter().filter(|x| x.1 != 0.0).map(|x| x.0))
-        })
-        .fold(0.0, f64::max);
-    let bin0 = ts.values().flat_map(|c| c.values()).find_map(|p| (p.len() > 1).then(|| p[1].0 - p[0].0)).unwrap_or(1.0);
-    let cut = duration.max(busy_until + bin0);
+    let duration = summary["experiment"]["duration_s"].as_f64().filter(|d| d.is_finite() && *d > 0.0);
+    let bin = ts.values().flat_map(|c| c.values()).find_map(|p| (p.len() > 1).then(|| p[1].0 - p[0].0)).unwrap_or(1.0);
+    // Each series ends where its data does ([`trim`]): no bin after the
+    // end of the arrivals is drawn as a zero that only pads the file.
     let ts: Series = ts
         .into_iter()
         .map(|(v, cols)| {
-            (v, cols.into_iter().map(|(k, p)| (k, p.into_iter().filter(|x| x.0 <= cut).collect())).collect())
+            let cols = cols.into_iter().map(|(k, p)| {
+                let kind = if k == "offered_per_s" { Ends::Arrivals } else { Ends::Drain };
+                let p = trim(p, duration, kind);
+                (k, p)
+            });
+            (v, cols.collect())
         })
         .collect();
     let last = ts.values().flat_map(|c| c.values()).flat_map(|p| p.last().map(|x| x.0)).fold(0.0, f64::max);
-    let drains = last >= duration;
-    let bin = ts.values().flat_map(|c| c.values()).find_map(|p| (p.len() > 1).then(|| p[1].0 - p[0].0)).unwrap_or(1.0);
     let end_mark =
-        Mark { x: duration, label: format!("end of arrivals ({} s)", super::draw::short(duration)), color: None };
+        duration.map(|d| Mark { x: d, label: format!("arrivals end ({} s)", super::draw::short(d)), color: None });
     let shade = variants
         .first()
-        .map(|v| read_faults(&dir.join("faults.csv"), &v.1, last.max(duration) + bin))
+        .map(|v| read_faults(&dir.join("faults.csv"), &v.1, last.max(duration.unwrap_or(0.0)) + bin))
         .transpose()?
         .unwrap_or_default();
     let exp_name = summary["experiment"]["name"].as_str().unwrap_or("").to_string();
     let mut out: Vec<(Planned, Option<String>)> = Vec::new();
-    let drain_text = if drains {
-        format!(
-            " The dashed line marks the end of the arrivals at {} s; after it the requests still in the system drain.",
-            super::draw::short(duration)
-        )
-    } else {
-        String::new()
+    let end_text = |drains: bool| match duration {
+        Some(d) if drains => format!(
+            " The dashed line marks the end of the arrivals at {} s; a line goes on past it only where its variant still works off a backlog there, to its last bin with activity.",
+            super::draw::short(d)
+        ),
+        Some(d) => format!(" The dashed line marks the end of the arrivals at {} s.", super::draw::short(d)),
+        None => String::new(),
     };
-    let time_chart = |col: &str, title: &str, y: &str, offered: bool, share: bool| -> (Chart, bool) {
+    let time_chart = |col: &str, title: &str, y: &str, offered: bool, share: bool| -> (Chart, bool, bool) {
         let mut lines: Vec<Line> = variants
             .iter()
             .map(|(i, n, _)| Line {
@@ -180,21 +251,23 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
             let top = first.iter().map(|p| p.1).fold(0.0, f64::max);
             per_variant = variants.iter().any(|(_, n, _)| differ(&of(n), &first, top * 1e-9));
             if per_variant {
-                // One dotted line per distinct offered series, named after every variant it is.
-                let mut groups: Vec<OfferedGroup> = Vec::new();
+                // One dotted line per distinct offered series, in the colour
+                // of the first variant it is; one legend entry for them all.
+                let mut groups: Vec<(usize, Vec<(f64, f64)>)> = Vec::new();
                 for (i, n, _) in &variants {
                     let pts = of(n);
-                    match groups.iter_mut().find(|g| !differ(&g.2, &pts, top * 1e-9)) {
-                        Some(g) => g.1.push(n.clone()),
-                        None => groups.push((*i, vec![n.clone()], pts)),
+                    if !groups.iter().any(|g| !differ(&g.1, &pts, top * 1e-9)) {
+                        groups.push((*i, pts));
                     }
                 }
-                for (k, (i, names, pts)) in groups.into_iter().enumerate() {
+                for (k, (i, pts)) in groups.into_iter().enumerate() {
                     let line = Line {
-                        name: format!("offered intents ({})", names.join(", ")),
+                        name: "offered intents (dotted, in the colour of each variant)".into(),
                         color: i,
                         points: pts,
                         reference_colored: true,
+                        hide_legend: k > 0,
+                        legend_swatch: Some(Swatch::ReferenceEach),
                         ..Line::default()
                     };
                     lines.insert(k, line);
@@ -206,22 +279,25 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
                 );
             }
         }
+        let reach = lines.iter().flat_map(|l| l.points.last().map(|p| p.0)).fold(f64::NEG_INFINITY, f64::max);
         let chart = Chart::Lines(LineChart {
             title: format!("{title} — {exp_name}"),
             x_label: "time (s)".into(),
             y_label: y.into(),
             lines,
             shade: shade.clone(),
-            marks: if drains { vec![end_mark.clone()] } else { Vec::new() },
+            // The end of the arrivals, when the data reaches it.
+            marks: end_mark.iter().filter(|m| m.x <= reach + bin * 1.001).cloned().collect(),
             y_share: share,
             ..LineChart::default()
         });
-        (chart, per_variant)
+        let drains = duration.is_some_and(|d| reach >= d);
+        (chart, per_variant, drains)
     };
     let of_reps = format!("mean over {reps} replication(s), per {} s bin", super::draw::short(bin));
     let offered_text = |per_variant: bool| {
         if per_variant {
-            "Offered intents are dotted, one line per variant (their arrivals differ)."
+            "Offered intents are dotted, in the colour of each variant whose arrivals differ."
         } else {
             "Offered intents are the grey line."
         }
@@ -263,8 +339,9 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
         if !header.iter().any(|h| h == col) {
             continue;
         }
-        let (chart, per_variant) = time_chart(col, title, y, offered, false);
+        let (chart, per_variant, drains) = time_chart(col, title, y, offered, false);
         let faults = if shade.is_empty() { "" } else { " Fault windows are shaded." };
+        let drain_text = end_text(drains);
         let caption = format!(
             "{what}, per variant ({of_reps}).{}{faults}{drain_text}",
             if offered { format!(" {}", offered_text(per_variant)) } else { String::new() }
@@ -321,11 +398,18 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
         Chart::Bars(BarChart { title: format!("{title} — {exp_name}"), y_label: y.into(), categories: cats, series })
     };
     let ci = "Each bar is the mean over the replications with its 95% interval; n/a marks a value that does not apply, a stub on the axis a zero.";
+    let repeat = edges_repeat_services(&variants);
+    let edges_note = match &repeat {
+        Some(_) => {
+            " Each service here is called over one edge only, so these are also the requests per intent arriving at each service (the amplification); the services chart would repeat them and is not drawn."
+        }
+        None => "",
+    };
     out.push((
         Planned {
             stem: "edges".into(),
             metric: "attempts_per_intent".into(),
-            caption: format!("Attempts per intent on each call edge, per variant: how many attempts one business operation causes on that hop. {ci}"),
+            caption: format!("Attempts per intent on each call edge, per variant: how many attempts one business operation causes on that hop.{edges_note} {ci}"),
             chart: bars("edges", "attempts_per_intent", "Attempts per intent on each call edge", "attempts per intent"),
         },
         None,
@@ -337,7 +421,7 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
             caption: format!("Requests per intent arriving at each service, per variant; the largest is the table's amplification. {ci}"),
             chart: bars("services", "requests_per_intent", "Requests per intent at each service (amplification)", "requests per intent"),
         },
-        None,
+        repeat.map(|pairs| format!("the same numbers as the edges chart: each service is called over one edge only ({pairs}), so its requests per intent are that edge's attempts per intent")),
     ));
     let effect_metrics = ["duplicate_intents", "orphan_commits", "lost_effects"];
     let effects = Chart::Bars(BarChart {
@@ -368,7 +452,7 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
     let services: Vec<String> =
         header.iter().filter_map(|h| h.strip_suffix(".queue_len")).map(str::to_string).collect();
     for svc in &services {
-        let (chart, _) = time_chart(
+        let (chart, _, drains) = time_chart(
             &format!("{svc}.queue_len"),
             &format!("Queue length at {svc}"),
             "requests waiting (mean over the bin)",
@@ -379,12 +463,15 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
             Planned {
                 stem: format!("queue_{svc}"),
                 metric: format!("{svc}.queue_len"),
-                caption: format!("Requests waiting in the queue of {svc} (time average over each bin), per variant ({of_reps}).{drain_text}"),
+                caption: format!(
+                    "Requests waiting in the queue of {svc} (time average over each bin), per variant ({of_reps}).{}",
+                    end_text(drains)
+                ),
                 chart,
             },
             None,
         ));
-        let (chart, _) = time_chart(
+        let (chart, _, drains) = time_chart(
             &format!("{svc}.utilization"),
             &format!("Utilisation of {svc}"),
             "busy share of the workers",
@@ -395,11 +482,59 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
             Planned {
                 stem: format!("utilization_{svc}"),
                 metric: format!("{svc}.utilization"),
-                caption: format!("Busy share of the workers of {svc} (a worker waiting for a downstream call counts as busy), per variant ({of_reps}).{drain_text}"),
+                caption: format!("Busy share of the workers of {svc} (a worker waiting for a downstream call counts as busy), per variant ({of_reps}).{}", end_text(drains)),
                 chart,
             },
             None,
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(values: &[f64]) -> Vec<(f64, f64)> {
+        values.iter().enumerate().map(|(t, v)| (t as f64, *v)).collect()
+    }
+
+    #[test]
+    fn nothing_after_the_end_of_the_arrivals_is_drawn_as_a_padding_zero() {
+        // Arrivals end at 4 s; the file goes on to 8 s (another variant drained that long).
+        let healthy = series(&[700.0, 710.0, 690.0, 700.0, 7.6, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(trim(healthy.clone(), Some(4.0), Ends::Drain), healthy[..4]);
+        assert_eq!(trim(healthy.clone(), Some(4.0), Ends::Arrivals), healthy[..4]);
+        // A real drain is drawn to its last bin with activity, not beyond.
+        let backlog = series(&[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.4, 0.0, 0.0]);
+        assert_eq!(trim(backlog.clone(), Some(4.0), Ends::Drain), backlog[..7]);
+        assert_eq!(trim(backlog.clone(), Some(4.0), Ends::Arrivals), backlog[..4]);
+        // A collapse before the end is data: its zeros stay.
+        let collapsed = series(&[700.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(trim(collapsed.clone(), Some(4.0), Ends::Drain), collapsed[..4]);
+        // A burst at 0 s whose retries go on long after the arrivals.
+        let burst = series(&[100.0, 0.0, 0.0, 0.0, 5.0, 9.0, 3.0, 0.0]);
+        assert_eq!(trim(burst.clone(), Some(1.0), Ends::Drain), burst[..7]);
+    }
+
+    #[test]
+    fn edges_repeat_services_only_when_each_service_has_one_edge_and_the_same_numbers() {
+        let m = |mean: f64| serde_json::json!({ "mean": mean, "ci95": [mean - 0.1, mean + 0.1] });
+        let one = serde_json::json!({
+            "edges": { "web->api": { "attempts_per_intent": m(1.5) } },
+            "services": { "api": { "requests_per_intent": m(1.5) }, "api[0]": { "requests_per_intent": m(1.5) } },
+        });
+        let v = vec![(0, "a".to_string(), &one)];
+        assert_eq!(edges_repeat_services(&v).as_deref(), Some("web->api into api"));
+        let two_callers = serde_json::json!({
+            "edges": { "web->api": { "attempts_per_intent": m(1.0) }, "batch->api": { "attempts_per_intent": m(0.5) } },
+            "services": { "api": { "requests_per_intent": m(1.5) } },
+        });
+        assert_eq!(edges_repeat_services(&[(0, "a".to_string(), &two_callers)]), None);
+        let hedged = serde_json::json!({
+            "edges": { "web->api": { "attempts_per_intent": m(1.5) } },
+            "services": { "api": { "requests_per_intent": m(1.8) } },
+        });
+        assert_eq!(edges_repeat_services(&[(0, "a".to_string(), &one), (1, "b".to_string(), &hedged)]), None);
+    }
 }

@@ -158,9 +158,9 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
     progress.finish_and_clear();
     let json = doc.to_json()?;
     write_atomic(&out.join("collapse-rate.json"), json.as_bytes(), &exp.inputs)?;
-    if !args.sim.no_plots {
-        crate::charts::frontier::collapse_chart(&out, &out)?;
-    }
+    // Charts of an earlier run here that this one does not draw again go.
+    let drawn = if args.sim.no_plots { Vec::new() } else { crate::charts::frontier::collapse_chart(&out, &out)? };
+    crate::charts::record::prune(&out, crate::charts::record::COLLAPSE_RATE, &drawn, &exp.inputs)?;
     match args.sim.format {
         Format::Json => print!("{json}"),
         Format::Markdown => print!("{}", doc.to_table(true)),

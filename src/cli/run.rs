@@ -213,9 +213,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     write_atomic(&out.join("timeseries.csv"), output::timeseries::render_timeseries(&set)?.as_bytes(), &exp.inputs)?;
     write_atomic(&out.join("faults.csv"), output::timeseries::render_faults(&set)?.as_bytes(), &exp.inputs)?;
 
-    if !args.sim.no_plots {
-        crate::charts::run_charts(&out, &out)?;
-    }
+    let mut drawn = if args.sim.no_plots { Vec::new() } else { crate::charts::run_charts(&out, &out)? };
     if let Some(path) = &args.trace {
         output::write_streamed(path, &exp.inputs, |w| output::trace::write_trace(&set, w))?;
     }
@@ -242,11 +240,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         write_atomic(&out.join("compare-traces.json"), json.as_bytes(), &exp.inputs)?;
         if !args.sim.no_plots {
             crate::traces::compare::chart(&set, model, &out)?;
+            crate::charts::record::add(&out, crate::charts::record::RUN, &["compare-traces".to_string()])?;
+            drawn.push("compare-traces".into());
         }
         if matches!(args.sim.format, Format::Table | Format::Markdown) {
             print!("{}", crate::traces::compare::render_text(&cmp));
         }
     }
+    // Charts of an earlier run here that this one does not draw again
+    // (all of them with --no-plots) go; see charts::record.
+    crate::charts::record::prune(&out, crate::charts::record::RUN, &drawn, &exp.inputs)?;
     if !args.exp.quiet {
         let events = set.events();
         let runs: usize = set.variants.iter().map(|v| v.runs.len()).sum();

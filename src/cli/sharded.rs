@@ -49,8 +49,10 @@ pub fn write_doc<D: ShardedDoc>(
         // What `merge` verifies: the shard's own files, as written, and this version.
         let record = Manifest::of(&[(&json_name, json.as_bytes()), (&csv_name, csv.as_bytes())]);
         write_atomic(&out.join(MANIFEST), record.to_json().as_bytes(), inputs)?;
-    } else if !no_plots {
-        charts(out, out)?;
+    } else {
+        // Charts of an earlier run here that this one does not draw again go.
+        let drawn = if no_plots { Vec::new() } else { charts(out, out)? };
+        crate::charts::record::prune(out, &json_name, &drawn, inputs)?;
     }
     Ok(())
 }
@@ -117,9 +119,8 @@ fn merge_shards<D: ShardedDoc>(args: &MergeArgs, charts: Charts) -> anyhow::Resu
     let merged = merge(docs).map_err(|m| InputError::file("retrysim merge", m))?;
     write_atomic(&args.out.join(&json_name), merged.to_json()?.as_bytes(), &inputs)?;
     write_atomic(&args.out.join(&csv_name), merged.to_csv()?.as_bytes(), &inputs)?;
-    if !args.no_plots {
-        charts(&args.out, &args.out)?;
-    }
+    let drawn = if args.no_plots { Vec::new() } else { charts(&args.out, &args.out)? };
+    crate::charts::record::prune(&args.out, &json_name, &drawn, &inputs)?;
     if !args.quiet {
         let (whole, pieces) = (merged.place().whole, D::KIND.pieces());
         eprintln!("merged {} shards ({whole} {pieces}) into {}", args.dirs.len(), args.out.display());

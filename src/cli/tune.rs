@@ -283,10 +283,14 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     // The chart and tune.json (what `retrysim report` reads) go to the
     // output folder, never beside a policy in policies/.
     let dir = out_dir(args, &exp.path);
+    let mut drawn = Vec::new();
     if !args.sim.no_plots && !evaluated.is_empty() {
         chart::pareto_chart(&report, &dir.join("pareto"))?;
         report.chart = Some(dir.join("pareto.png"));
+        drawn.push("pareto".to_string());
     }
+    // Charts of an earlier tune here that this one does not draw again go.
+    crate::charts::record::prune(&dir, crate::charts::record::TUNE, &drawn, &inputs)?;
     let doc = serde_json::to_string_pretty(&json::report(&report))?;
     std::fs::create_dir_all(&dir)?;
     crate::output::write_atomic(&dir.join("tune.json"), format!("{doc}\n").as_bytes(), &inputs)?;

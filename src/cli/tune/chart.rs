@@ -52,7 +52,7 @@ pub fn pareto(r: &Report) -> crate::charts::draw::Chart {
         },
     ];
     if let Some(w) = winner.and_then(xy) {
-        lines.push(Line { name: "winner".into(), color: 3, points: vec![w], dots: true, ..Line::default() });
+        lines.push(Line { name: "winner".into(), color: 1, points: vec![w], dots: true, ..Line::default() });
     }
     Chart::Lines(LineChart {
         title: "Tuning: worst-scenario success versus amplification per candidate".into(),
@@ -71,5 +71,6 @@ pub fn pareto(r: &Report) -> crate::charts::draw::Chart {
 pub fn pareto_chart(r: &Report, stem: &Path) -> anyhow::Result<()> {
     let dir = stem.parent().map(Path::to_path_buf).unwrap_or_default();
     let name = stem.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "pareto".into());
-    crate::charts::draw::save(&pareto(r), &dir, &name)
+    crate::charts::draw::save(&pareto(r), &dir, &name)?;
+    crate::charts::record::add(&dir, crate::charts::record::TUNE, &[name])
 }
