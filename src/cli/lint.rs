@@ -42,6 +42,10 @@ pub fn run(args: &LintArgs) -> anyhow::Result<i32> {
         .collect();
     let experiment = exp.path.display().to_string();
     match args.format {
+        // On a terminal each finding is wrapped to the table's width.
+        Format::Table if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+            print!("{}", crate::output::layout::wrap_lines(&text(&linted), crate::output::layout::WIDTH))
+        }
         Format::Table => print!("{}", text(&linted)),
         Format::Markdown => print!("{}", markdown(&linted)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&json(&linted, &experiment))?),

@@ -100,8 +100,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         exp.variants.retain(|v| args.variants.contains(&v.variant));
     }
     // Findings are not progress: -q leaves them in.
+    // On a terminal each finding is wrapped to the table's width.
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr()) && !args.wide;
     for line in crate::analysis::lint::lint_block(&exp.variants) {
-        eprintln!("{line}");
+        if terminal {
+            eprint!("{}", output::layout::wrap_lines(&line, output::layout::WIDTH));
+        } else {
+            eprintln!("{line}");
+        }
     }
     let baseline = match &args.baseline {
         None => 0,

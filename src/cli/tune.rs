@@ -297,7 +297,13 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<i32> {
     match args.sim.format {
         Format::Json => println!("{doc}"),
         _ => {
-            print!("{}", text::report(&report, elapsed));
+            let text = text::report(&report, elapsed);
+            // On a terminal, prose lines wrap at the table's width.
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                print!("{}", crate::output::layout::wrap_lines(&text, crate::output::layout::WIDTH));
+            } else {
+                print!("{text}");
+            }
             println!(
                 "wrote {} (`retrysim report {}` makes a report of it)",
                 dir.join("tune.json").display(),
