@@ -36,6 +36,17 @@ pub fn install() {
             let _ = register_conditional_shutdown(signal, status, Arc::clone(flag()));
             let _ = register(signal, Arc::clone(flag()));
         }
+        // A closed stdout (`retrysim run … | head`) ends the process as it
+        // ends other command-line tools (by SIGPIPE), not with a panic in
+        // `print!`: Rust ignores SIGPIPE unless told otherwise.
+        use signal_hook::consts::SIGPIPE;
+        // SAFETY: the handler only calls `emulate_default_handler`, which is
+        // async-signal-safe.
+        let _ = unsafe {
+            signal_hook::low_level::register(SIGPIPE, || {
+                let _ = signal_hook::low_level::emulate_default_handler(SIGPIPE);
+            })
+        };
     }
 }
 

@@ -366,3 +366,30 @@ fn no_plots_removes_the_charts_an_earlier_run_drew_and_nothing_else() {
     run_exp("quickstart", &run, &["--replications", "2"]);
     assert!(run.join("goodput.svg").is_file() && run.join("charts.json").is_file());
 }
+
+/// Several client classes get a chart of each class's success per variant
+/// (the total hides a design that serves one class by failing another);
+/// one class does not.
+#[test]
+fn each_client_class_gets_its_success_bars_when_there_are_several() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    run_exp("priority-shedding", &run, &["--replications", "2", "--no-plots"]);
+    let plan = run_chart_plan(&run, &PlotOptions::default()).unwrap();
+    let (_, chart, skipped) = plan.iter().find(|p| p.0 == "classes").expect("a classes chart");
+    assert!(skipped.is_none(), "{skipped:?}");
+    let Chart::Bars(bars) = chart else { panic!("classes is a bar chart") };
+    assert_eq!(bars.categories, ["background", "user"]);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    for (s, v) in bars.series.iter().zip(summary["variants"].as_array().unwrap()) {
+        assert_eq!(s.name, v["name"].as_str().unwrap());
+        let user = v["clients"]["user"]["success_rate"]["mean"].as_f64().unwrap();
+        assert_eq!(s.values[1].map(|b| b.mean), Some(user), "{s:?}");
+    }
+    let one = tmp.path().join("one");
+    run_exp("quickstart", &one, &["--replications", "1", "--no-plots"]);
+    let plan = run_chart_plan(&one, &PlotOptions::default()).unwrap();
+    let (_, _, skipped) = plan.iter().find(|p| p.0 == "classes").expect("planned");
+    assert!(skipped.as_deref().is_some_and(|w| w.contains("one client class")), "{skipped:?}");
+}

@@ -130,3 +130,26 @@ fn an_interrupted_write_keeps_the_previous_file_and_no_run_is_reported() {
     let e = retrysim::analysis::run_all(&exp.variants, Some(2), 2).unwrap_err();
     assert!(e.downcast_ref::<retrysim::interrupt::Interrupted>().is_some(), "{e:#}");
 }
+
+/// `retrysim run … | head` closes stdout early: the process ends as other
+/// command-line tools do (by SIGPIPE), never with a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_the_process_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .args(["run", concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/quickstart.toml")])
+        .args(["--replications", "1", "-q", "--no-plots", "--format", "json", "--out"])
+        .arg(dir.path().join("out"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before the JSON (about 150 KB) is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(13), "ended by SIGPIPE: {:?}", out.status);
+}

@@ -259,8 +259,9 @@ fn a_never_healthy_baseline_is_named_in_the_report_and_the_sweep() {
     assert!(sweep.contains("\"reason\": \"never_healthy\""), "{sweep}");
 }
 
-/// Every shipped experiment's table leads with its answer and fits 120
-/// characters up to its first blank line (legend included).
+/// Every shipped experiment's table, as it runs by default, leads with its
+/// answer and fits 120 characters up to its first blank line (legend
+/// included).
 #[test]
 fn every_shipped_table_leads_with_its_answer_and_fits_120_characters() {
     let dir = tempfile::tempdir().unwrap();
@@ -273,16 +274,8 @@ fn every_shipped_table_leads_with_its_answer_and_fits_120_characters() {
     for file in files {
         let name = file.file_stem().unwrap().to_str().unwrap().to_string();
         let out = dir.path().join(&name);
-        let (code, table, err) = retrysim(&[
-            "run",
-            file.to_str().unwrap(),
-            "--replications",
-            "2",
-            "--no-plots",
-            "-q",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let (code, table, err) =
+            retrysim(&["run", file.to_str().unwrap(), "--no-plots", "-q", "--out", out.to_str().unwrap()]);
         assert_eq!(code, 0, "{name}: {err}");
         for line in table.lines().take_while(|l| !l.is_empty()) {
             assert!(line.chars().count() <= 120, "{name}: {} characters: {line}", line.chars().count());

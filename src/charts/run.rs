@@ -423,6 +423,25 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
         },
         repeat.map(|pairs| format!("the same numbers as the edges chart: each service is called over one edge only ({pairs}), so its requests per intent are that edge's attempts per intent")),
     ));
+    // Per client class: the classes' success side by side (a design can
+    // serve one class by failing another; the total hides it).
+    let classes = variants.first().and_then(|v| v.2["clients"].as_object()).map_or(0, |o| o.len());
+    out.push((
+        Planned {
+            stem: "classes".into(),
+            metric: "success_rate".into(),
+            caption: format!(
+                "Success per client class, per variant: the share of each class's intents that succeeded. {ci}"
+            ),
+            chart: bars(
+                "clients",
+                "success_rate",
+                "Success per client class",
+                "success (share of the class's intents)",
+            ),
+        },
+        (classes < 2).then(|| "one client class: its success is the table's".to_string()),
+    ));
     let effect_metrics = ["duplicate_intents", "orphan_commits", "lost_effects"];
     let effects = Chart::Bars(BarChart {
         title: format!("Side-effect anomalies per replication — {exp_name}"),

@@ -82,10 +82,10 @@ pub fn column_of(metric: &str) -> Option<Column> {
     let counted = [
         ("intents", "intents/run"),
         ("retries_denied_budget", "budget refusals/run"),
-        ("ledger_replays", "ledger replays/run"),
-        ("ledger_409", "ledger 409s/run"),
-        ("ledger_422", "ledger 422s/run"),
-        ("ledger_recoveries", "ledger recoveries/run"),
+        ("ledger_replays", "replays/run"),
+        ("ledger_409", "409s/run"),
+        ("ledger_422", "422s/run"),
+        ("ledger_recoveries", "recoveries/run"),
         ("deadline_overruns", "deadline overruns/run"),
     ];
     if let Some((_, header)) = counted.iter().find(|(m, _)| *m == name) {
