@@ -52,7 +52,12 @@ pub fn run(args: &LintArgs) -> anyhow::Result<i32> {
         Format::Csv => print!("{}", csv(&linted)?),
     }
     if !args.exp.quiet {
-        eprintln!("{}", summary(&linted));
+        let line = summary(&linted);
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            eprint!("{}", crate::output::layout::wrap_lines(&line, crate::output::layout::WIDTH));
+        } else {
+            eprintln!("{line}");
+        }
     }
     let errors = linted.iter().map(|l| l.report.count(Severity::Error)).sum::<usize>();
     Ok(if errors > 0 { EXIT_CHECK_FAILED } else { EXIT_OK })
