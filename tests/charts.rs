@@ -387,9 +387,27 @@ fn each_client_class_gets_its_success_bars_when_there_are_several() {
         let user = v["clients"]["user"]["success_rate"]["mean"].as_f64().unwrap();
         assert_eq!(s.values[1].map(|b| b.mean), Some(user), "{s:?}");
     }
+    // And each class's goodput over time, beside its offered intents; the
+    // classes' columns of timeseries.csv add up to the total.
+    let user = lines_of(&plan, "goodput_user");
+    assert_eq!(user.lines[0].name, "offered intents", "{:?}", user.lines[0]);
+    assert_eq!(user.lines.len(), 4);
+    let mut rows = csv::Reader::from_path(run.join("timeseries.csv")).unwrap();
+    let header = rows.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let (total, user, background) = (col("goodput_per_s"), col("user.goodput_per_s"), col("background.goodput_per_s"));
+    let (offered, user_offered, background_offered) =
+        (col("offered_per_s"), col("user.offered_per_s"), col("background.offered_per_s"));
+    for r in rows.records() {
+        let r = r.unwrap();
+        let x = |i: usize| r[i].parse::<f64>().unwrap();
+        assert!((x(user) + x(background) - x(total)).abs() < 1e-6, "{r:?}");
+        assert!((x(user_offered) + x(background_offered) - x(offered)).abs() < 1e-6, "{r:?}");
+    }
     let one = tmp.path().join("one");
     run_exp("quickstart", &one, &["--replications", "1", "--no-plots"]);
     let plan = run_chart_plan(&one, &PlotOptions::default()).unwrap();
     let (_, _, skipped) = plan.iter().find(|p| p.0 == "classes").expect("planned");
     assert!(skipped.as_deref().is_some_and(|w| w.contains("one client class")), "{skipped:?}");
+    assert!(!plan.iter().any(|p| p.0.starts_with("goodput_")), "one class has no goodput of its own");
 }

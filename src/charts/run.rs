@@ -234,7 +234,8 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
         Some(d) => format!(" The dashed line marks the end of the arrivals at {} s.", super::draw::short(d)),
         None => String::new(),
     };
-    let time_chart = |col: &str, title: &str, y: &str, offered: bool, share: bool| -> (Chart, bool, bool) {
+    // `offered`: the column of the intents offered, drawn beside the series.
+    let time_chart = |col: &str, title: &str, y: &str, offered: Option<&str>, share: bool| -> (Chart, bool, bool) {
         let mut lines: Vec<Line> = variants
             .iter()
             .map(|(i, n, _)| Line {
@@ -245,8 +246,8 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
             })
             .collect();
         let mut per_variant = false;
-        if offered {
-            let of = |n: &str| ts.get(n).and_then(|c| c.get("offered_per_s")).cloned().unwrap_or_default();
+        if let Some(offered) = offered {
+            let of = |n: &str| ts.get(n).and_then(|c| c.get(offered)).cloned().unwrap_or_default();
             let first = variants.first().map(|v| of(&v.1)).unwrap_or_default();
             let top = first.iter().map(|p| p.1).fold(0.0, f64::max);
             per_variant = variants.iter().any(|(_, n, _)| differ(&of(n), &first, top * 1e-9));
@@ -339,7 +340,7 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
         if !header.iter().any(|h| h == col) {
             continue;
         }
-        let (chart, per_variant, drains) = time_chart(col, title, y, offered, false);
+        let (chart, per_variant, drains) = time_chart(col, title, y, offered.then_some("offered_per_s"), false);
         let faults = if shade.is_empty() { "" } else { " Fault windows are shaded." };
         let drain_text = end_text(drains);
         let caption = format!(
@@ -347,6 +348,33 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
             if offered { format!(" {}", offered_text(per_variant)) } else { String::new() }
         );
         out.push((Planned { stem: stem.into(), metric: col.into(), caption, chart }, None));
+    }
+    // Goodput per client class, when there are several: a design can serve
+    // one class by failing another, which the total hides.
+    let classes: Vec<String> =
+        header.iter().filter_map(|h| h.strip_suffix(".goodput_per_s")).map(str::to_string).collect();
+    for c in &classes {
+        let (chart, per_variant, drains) = time_chart(
+            &format!("{c}.goodput_per_s"),
+            &format!("Goodput of {c} over time"),
+            &format!("successful intents of {c} per second"),
+            Some(&format!("{c}.offered_per_s")),
+            false,
+        );
+        let faults = if shade.is_empty() { "" } else { " Fault windows are shaded." };
+        out.push((
+            Planned {
+                stem: format!("goodput_{c}"),
+                metric: format!("{c}.goodput_per_s"),
+                caption: format!(
+                    "Successful intents of client class {c} per second, per variant ({of_reps}). {}{faults}{}",
+                    offered_text(per_variant).replace("Offered intents", &format!("Offered intents of {c}")),
+                    end_text(drains)
+                ),
+                chart,
+            },
+            None,
+        ));
     }
     let cdf_lines = variants
         .iter()
@@ -475,7 +503,7 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
             &format!("{svc}.queue_len"),
             &format!("Queue length at {svc}"),
             "requests waiting (mean over the bin)",
-            false,
+            None,
             false,
         );
         out.push((
@@ -494,7 +522,7 @@ pub(super) fn plan(dir: &Path, opts: &PlotOptions) -> anyhow::Result<Vec<(Planne
             &format!("{svc}.utilization"),
             &format!("Utilisation of {svc}"),
             "busy share of the workers",
-            false,
+            None,
             true,
         );
         out.push((

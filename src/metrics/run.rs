@@ -101,7 +101,7 @@ impl RunCollector {
             effect_extra: vec![0; s.effect_kinds.len()],
             failures: BTreeMap::new(),
             denials: BTreeMap::new(),
-            series: TimeSeries::new(s.bin, n),
+            series: TimeSeries::new(s.bin, n, s.clients.len()),
             window: (s.warmup, s.duration),
             trace: Vec::new(),
             host_arrivals: vec![0; hosts],
@@ -431,7 +431,7 @@ impl RunResult {
     /// Drops what only the outputs of a single `run` use (the time series,
     /// the latency histogram and the trace), keeping the metrics.
     pub fn drop_detail(&mut self) {
-        self.series = TimeSeries::new(self.series.bin(), 0);
+        self.series = TimeSeries::new(self.series.bin(), 0, 0);
         self.latency = LatencyHistogram::unallocated();
         self.trace = Vec::new();
     }

@@ -24,6 +24,10 @@ pub struct BinRow {
     pub hedges: u64,
     /// Attempts a client-side throttle refused or held back (every edge).
     pub throttled: u64,
+    /// Per client class, when there are several: intents that arrived and
+    /// intents that ended `ok` (empty with one class).
+    pub class_offered: Vec<u64>,
+    pub class_goodput: Vec<u64>,
 }
 
 /// Time series of one run.
@@ -31,6 +35,8 @@ pub struct BinRow {
 pub struct TimeSeries {
     bin: Nanos,
     services: usize,
+    /// Client classes counted apart (0 with a single class).
+    classes: usize,
     rows: Vec<BinRow>,
     /// The bin last looked up and its span [start, end): most lookups hit it.
     current: usize,
@@ -38,9 +44,11 @@ pub struct TimeSeries {
 }
 
 impl TimeSeries {
-    /// An empty series with bins of `bin` for `services` services.
-    pub fn new(bin: Nanos, services: usize) -> Self {
-        Self { bin, services, rows: Vec::new(), current: 0, current_span: (0, 0) }
+    /// An empty series with bins of `bin` for `services` services and
+    /// `classes` client classes (counted apart only when there are several).
+    pub fn new(bin: Nanos, services: usize, classes: usize) -> Self {
+        let classes = if classes > 1 { classes } else { 0 };
+        Self { bin, services, classes, rows: Vec::new(), current: 0, current_span: (0, 0) }
     }
 
     /// The bin width.
@@ -70,11 +78,13 @@ impl TimeSeries {
         self.current = i;
         self.current_span = (start, start.saturating_add(self.bin));
         if i >= self.rows.len() {
-            let services = self.services;
+            let (services, classes) = (self.services, self.classes);
             self.rows.resize_with(i + 1, || BinRow {
                 queue_area: vec![0.0; services],
                 busy_area: vec![0.0; services],
                 wasted: vec![0; services],
+                class_offered: vec![0; classes],
+                class_goodput: vec![0; classes],
                 ..BinRow::default()
             });
         }
@@ -110,10 +120,23 @@ impl TimeSeries {
         }
     }
 
-    /// Records a successful intent ending at `t` after `latency`.
-    pub fn record_success(&mut self, t: Nanos, latency: Nanos) {
+    /// Records an intent of client class `class` arriving at `t`.
+    #[inline]
+    pub fn record_arrival(&mut self, t: Nanos, class: usize) {
+        let row = self.at(t);
+        row.offered += 1;
+        if let Some(n) = row.class_offered.get_mut(class) {
+            *n += 1;
+        }
+    }
+
+    /// Records a successful intent of client class `class` ending at `t` after `latency`.
+    pub fn record_success(&mut self, t: Nanos, latency: Nanos, class: usize) {
         let row = self.at(t);
         row.goodput += 1;
+        if let Some(n) = row.class_goodput.get_mut(class) {
+            *n += 1;
+        }
         row.latency.get_or_insert_with(BinLatency::default).record(latency);
     }
 
@@ -136,11 +159,26 @@ mod tests {
 
     #[test]
     fn areas_split_across_bins() {
-        let mut ts = TimeSeries::new(100, 1);
+        let mut ts = TimeSeries::new(100, 1, 1);
         ts.accumulate(0, 50, 250, 2, 1);
         let q: Vec<f64> = ts.rows().iter().map(|r| r.queue_area[0]).collect();
         assert_eq!(q, vec![100.0, 200.0, 100.0]);
         let b: f64 = ts.rows().iter().map(|r| r.busy_area[0]).sum();
         assert_eq!(b, 200.0);
+    }
+
+    #[test]
+    fn classes_are_counted_apart_only_when_there_are_several() {
+        let mut ts = TimeSeries::new(100, 1, 2);
+        ts.record_arrival(10, 0);
+        ts.record_arrival(20, 1);
+        ts.record_arrival(150, 1);
+        ts.record_success(30, 5, 1);
+        let r = ts.rows();
+        assert_eq!((r[0].offered, r[0].class_offered.clone(), r[1].class_offered.clone()), (2, vec![1, 1], vec![0, 1]));
+        assert_eq!((r[0].goodput, r[0].class_goodput.clone()), (1, vec![0, 1]));
+        let mut one = TimeSeries::new(100, 1, 1);
+        one.record_success(30, 5, 0);
+        assert!(one.rows()[0].class_goodput.is_empty() && one.rows()[0].goodput == 1);
     }
 }

@@ -6,7 +6,8 @@ use crate::engine::to_secs_f64;
 /// One row per (variant, replication, bin), DESIGN §5 columns, then three
 /// columns per service, each service with replicas followed by its hosts
 /// (`api[0].queue_len`, …); then `hedges_per_s` and `throttled_per_s` when
-/// a variant hedges or throttles.
+/// a variant hedges or throttles; then, with several client classes,
+/// `NAME.offered_per_s` and `NAME.goodput_per_s` per class.
 pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let first = &set.variants[0].scenario;
@@ -53,6 +54,12 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
     }
     if throttled {
         header.push("throttled_per_s".into());
+    }
+    // Per client class, when there are several.
+    let classes: Vec<&str> =
+        if first.clients.len() > 1 { first.clients.iter().map(|c| c.name.as_str()).collect() } else { Vec::new() };
+    for c in &classes {
+        header.extend([format!("{c}.offered_per_s"), format!("{c}.goodput_per_s")]);
     }
     w.write_record(&header)?;
     for v in &set.variants {
@@ -105,6 +112,10 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
                 }
                 if throttled {
                     rec.push((row.throttled as f64 / bin_s).to_string());
+                }
+                for k in 0..classes.len() {
+                    let per_s = |v: &[u64]| v.get(k).map_or(String::new(), |n| (*n as f64 / bin_s).to_string());
+                    rec.extend([per_s(&row.class_offered), per_s(&row.class_goodput)]);
                 }
                 w.write_record(&rec)?;
             }

@@ -154,7 +154,7 @@ impl<'s> World<'s> {
         if in_window {
             self.m.classes[c].intents += 1;
         }
-        self.m.series.at(now).offered += 1;
+        self.m.series.record_arrival(now, c);
         if !self.first_allowed(Guard { owner: Owner::Client, edge: spec.edge, client: c, instance }) {
             // An open breaker fails the intent fast, without sending anything.
             self.finish(intent, false, "breaker_open (failed fast)".into());

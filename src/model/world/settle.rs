@@ -126,7 +126,7 @@ impl World<'_> {
         let latency = now - it.arrived;
         let (in_window, client, instance) = (it.in_window, it.client as usize, it.instance);
         if ok {
-            self.m.series.record_success(now, latency);
+            self.m.series.record_success(now, latency, client);
         }
         let deadline = self.s.clients[client].policy.deadline;
         if in_window && deadline != NEVER && latency > deadline {
