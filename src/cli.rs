@@ -79,7 +79,7 @@ pub enum Command {
     /// smallest spike, brownout, slowdown or outage the design does not recover from.
     #[command(
         display_order = 50,
-        mut_arg("out", |a| a.help("Output folder: frontier.json, frontier.csv and the chart go into it [default: out/<experiment-stem>/frontier/]")),
+        mut_arg("out", |a| a.help("Output folder: frontier.json, frontier.csv and the chart go into it [default: out/<experiment-stem>/frontier/; out/frontier/ for frontier.toml]")),
         after_help = "Examples:\n  retrysim frontier experiments/frontier.toml --trigger spike\n  retrysim frontier exp.toml --trigger brownout --load 0.5..1:6 --length 5s,10s,20s\n  retrysim frontier exp.toml --trigger outage --size 0s..30s:31 --shard 1/4 --out out/f1"
     )]
     Frontier(frontier::FrontierArgs),
@@ -87,7 +87,7 @@ pub enum Command {
     /// (direct simulation, or multilevel splitting when collapses are rare).
     #[command(
         display_order = 55,
-        mut_arg("out", |a| a.help("Output folder: collapse-rate.json and the chart go into it [default: out/<experiment-stem>/collapse-rate/]")),
+        mut_arg("out", |a| a.help("Output folder: collapse-rate.json and the chart go into it [default: out/<experiment-stem>/collapse-rate/; out/collapse-rate/ for collapse-rate.toml]")),
         after_help = "Examples:\n  retrysim collapse-rate experiments/collapse-rate.toml\n  retrysim collapse-rate exp.toml --method splitting --trials 400"
     )]
     CollapseRate(collapse_rate::CollapseRateArgs),

@@ -94,5 +94,8 @@ fn out_is_the_folder_the_files_go_into_and_the_help_names_the_default() {
     assert!(!out.join("collapse-rate").exists(), "a folder nested in --out");
     let help = Command::new(env!("CARGO_BIN_EXE_retrysim")).args(["collapse-rate", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(help.contains("[default: out/<experiment-stem>/collapse-rate/]"), "{help}");
+    assert!(
+        help.contains("[default: out/<experiment-stem>/collapse-rate/; out/collapse-rate/ for collapse-rate.toml]"),
+        "{help}"
+    );
 }

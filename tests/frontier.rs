@@ -343,8 +343,12 @@ fn out_is_the_folder_the_files_go_into_and_the_help_names_the_default() {
         assert!(out.join(file).is_file(), "no {file} in --out");
     }
     assert!(!out.join("frontier").exists(), "a folder nested in --out");
-    // Without --out: out/<experiment-stem>/frontier/, as the help says.
+    // Without --out: out/<experiment-stem>/frontier/, as the help says, and
+    // out/frontier/ (not out/frontier/frontier/) for frontier.toml.
     let (_, help, _) = retrysim(&["frontier", "--help"]);
     let help: String = help.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(help.contains("[default: out/<experiment-stem>/frontier/]"), "{help}");
+    assert!(help.contains("[default: out/<experiment-stem>/frontier/; out/frontier/ for frontier.toml]"), "{help}");
+    use retrysim::cli::run::default_out_of;
+    assert_eq!(default_out_of(Path::new("experiments/frontier.toml"), "frontier"), Path::new("out/frontier"));
+    assert_eq!(default_out_of(Path::new("x/metastable.toml"), "frontier"), Path::new("out/metastable/frontier"));
 }

@@ -96,7 +96,7 @@ pub fn run(args: &CollapseRateArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&exp.path).join("collapse-rate"));
+    let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out_of(&exp.path, "collapse-rate"));
     crate::output::check_outputs(&[out.join("collapse-rate.json")], &exp.inputs)?;
     if !args.sim.no_plots {
         crate::output::files::check_chart_folder(&out, &exp.inputs)?;

@@ -220,7 +220,7 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
     }
     let total_rows = index;
     debug_assert_eq!(rows.len() as u64, shard_size(total_rows as u64, shard));
-    let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out(&exp.path).join("frontier"));
+    let out = args.sim.out.clone().unwrap_or_else(|| super::run::default_out_of(&exp.path, "frontier"));
     crate::output::check_outputs(
         &[out.join("frontier.json"), out.join("frontier.csv"), out.join(MANIFEST)],
         &exp.inputs,

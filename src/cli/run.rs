@@ -19,6 +19,15 @@ pub fn default_out(experiment: &std::path::Path) -> PathBuf {
     PathBuf::from("out").join(stem)
 }
 
+/// The default folder of a command that writes beside a run's outputs:
+/// `out/<experiment-stem>/<command>/`, or `out/<command>/` when the
+/// experiment is named after the command (`frontier.toml`), so that no
+/// folder is named twice.
+pub fn default_out_of(experiment: &std::path::Path, command: &str) -> PathBuf {
+    let base = default_out(experiment);
+    if base.file_name().is_some_and(|n| n == command) { base } else { base.join(command) }
+}
+
 /// A progress bar on stderr, drawn only when stderr is a terminal and not quiet.
 pub fn progress_bar(total: u64, quiet: bool) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
