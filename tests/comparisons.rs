@@ -220,17 +220,8 @@ fn summary_of(
     let s = |m: f64, ci: (f64, f64)| Summary { mean: Some(m), ci95: Some(ci), values: vec![Some(m); 5] };
     retrysim::output::VariantSummary {
         name: name.into(),
-        policy: String::new(),
         metrics: metrics.iter().map(|(k, m, ci)| (k.to_string(), s(*m, *ci))).collect(),
-        reasons: Default::default(),
         amplification_service: "api".into(),
-        clients: Vec::new(),
-        edges: Vec::new(),
-        services: Vec::new(),
-        effects: Vec::new(),
-        failures: Default::default(),
-        denials: Default::default(),
-        latency_cdf: Vec::new(),
         vs_baseline: diffs
             .iter()
             .map(|(k, m, ci, p)| {
@@ -240,8 +231,7 @@ fn summary_of(
                 )
             })
             .collect(),
-        baseline: String::new(),
-        degraded_by: Default::default(),
+        ..Default::default()
     }
 }
 

@@ -76,7 +76,7 @@ pub struct PathColumn {
 }
 
 /// Splits a path into (group, name, metric); `None` group for a headline metric.
-fn split(path: &str) -> (Option<&str>, &str, &str) {
+pub fn split(path: &str) -> (Option<&str>, &str, &str) {
     for group in ["clients", "services", "edges", "effects"] {
         if let Some(rest) = path.strip_prefix(group).and_then(|r| r.strip_prefix('.'))
             && let Some((name, metric)) = rest.rsplit_once('.')
@@ -92,15 +92,7 @@ impl PathColumn {
     pub fn of(path: &str) -> PathColumn {
         let (group, name, metric) = split(path);
         let base = column_of(metric);
-        let style = base.map_or_else(
-            || match crate::analysis::stats::Range::of(metric) {
-                crate::analysis::stats::Range::Share => Style::Percent,
-                _ if metric.ends_with("_s") => Style::Seconds,
-                _ if metric.ends_with("_per_intent") || metric == "extra" => Style::Number,
-                _ => Style::Count,
-            },
-            |c| c.style,
-        );
+        let style = base.map_or_else(|| super::columns::style_of(metric), |c| c.style);
         let short = |m: &str| base.map_or_else(|| m.replace('_', " "), |c| c.header.to_string());
         let header = match group {
             None => short(metric),

@@ -91,13 +91,19 @@ pub fn column_of(metric: &str) -> Option<Column> {
     if let Some((_, header)) = counted.iter().find(|(m, _)| *m == name) {
         return Some(Column { metric: name, header, style: Style::Count });
     }
-    let style = match crate::analysis::stats::Range::of(name) {
+    Some(Column { metric: name, header: name, style: style_of(name) })
+}
+
+/// How a metric without a column of its own is written: a share as a
+/// percentage, `*_s` as a duration, per-intent and per-second rates and
+/// ratios as numbers, anything else as a count.
+pub fn style_of(metric: &str) -> Style {
+    match crate::analysis::stats::Range::of(metric) {
         crate::analysis::stats::Range::Share => Style::Percent,
-        _ if name.ends_with("_s") => Style::Seconds,
-        _ if name.ends_with("_per_intent") || name.ends_with("_per_s") => Style::Number,
+        _ if metric.ends_with("_s") => Style::Seconds,
+        _ if metric.ends_with("_per_intent") || metric.ends_with("_per_s") || metric == "extra" => Style::Number,
         _ => Style::Count,
-    };
-    Some(Column { metric: name, header: name, style })
+    }
 }
 
 /// What the selection needs to know about the variants' numbers.

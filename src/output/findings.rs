@@ -248,21 +248,5 @@ fn as_variant_summary(v: &Value) -> crate::output::VariantSummary {
                 .collect()
         })
         .unwrap_or_default();
-    crate::output::VariantSummary {
-        name: v["name"].as_str().unwrap_or("").to_string(),
-        policy: String::new(),
-        metrics,
-        reasons: Default::default(),
-        amplification_service: String::new(),
-        clients: Vec::new(),
-        edges: Vec::new(),
-        services: Vec::new(),
-        effects: Vec::new(),
-        failures: Default::default(),
-        denials: Default::default(),
-        latency_cdf: Vec::new(),
-        vs_baseline: Vec::new(),
-        baseline: String::new(),
-        degraded_by: Default::default(),
-    }
+    crate::output::VariantSummary { name: v["name"].as_str().unwrap_or("").to_string(), metrics, ..Default::default() }
 }

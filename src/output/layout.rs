@@ -74,14 +74,10 @@ pub struct Json<'a>(pub &'a [Value]);
 impl Json<'_> {
     fn at(&self, i: usize, path: &str) -> &Value {
         let v = &self.0[i];
-        for group in ["clients", "services", "edges", "effects"] {
-            if let Some((name, metric)) =
-                path.strip_prefix(group).and_then(|r| r.strip_prefix('.')).and_then(|r| r.rsplit_once('.'))
-            {
-                return &v[group][name][metric];
-            }
+        match super::answer::split(path) {
+            (Some(group), name, metric) => &v[group][name][metric],
+            (None, _, metric) => &v["metrics"][metric],
         }
-        &v["metrics"][path]
     }
 }
 

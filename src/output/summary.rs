@@ -21,7 +21,7 @@ pub fn cdf_quantiles() -> Vec<f64> {
 }
 
 /// One variant's metrics summarised over its replications.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct VariantSummary {
     pub name: String,
     pub policy: String,
