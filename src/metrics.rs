@@ -64,5 +64,6 @@ pub const SERVICE_METRICS: [&str; 4] = ["requests_per_intent", "utilization", "q
 /// Metrics a service has besides [`SERVICE_METRICS`] when it uses the
 /// feature: `success_rate` (share of attempts answered `ok`) for a service
 /// with replicas and each of its hosts (`"api[0]"`, …), `cache_hit_ratio`
-/// for a service whose calls have caches, `ejections` with outlier detection.
-pub const HOST_METRICS: [&str; 3] = ["success_rate", "cache_hit_ratio", "ejections"];
+/// for a service whose calls have caches, `ejections` with outlier detection,
+/// `memory_crashes` with a `memory_limit`.
+pub const HOST_METRICS: [&str; 4] = ["success_rate", "cache_hit_ratio", "ejections", "memory_crashes"];

@@ -290,3 +290,17 @@ fn an_unknown_when_and_key_handling() {
         assert!(stderr.contains(allowed), "{stderr}");
     }
 }
+
+#[test]
+fn a_memory_limit_needs_its_restart_delay_and_a_restart_delay_its_limit() {
+    let case = Case::experiment_edit("workers = 2\n", "workers = 2\nmemory_limit = 100\n");
+    let stderr = case.refused(&[]);
+    assert_names(&stderr, &case.path("exp.toml"), "services.api.restart_after");
+    assert!(stderr.contains("required with memory_limit"), "{stderr}");
+    let case = Case::experiment_edit("workers = 2\n", "workers = 2\nrestart_after = \"30s\"\n");
+    assert_names(&case.refused(&[]), &case.path("exp.toml"), "services.api.restart_after");
+    let case = Case::experiment_edit("workers = 2\n", "workers = 2\nmemory_limit = -1\nrestart_after = \"30s\"\n");
+    let stderr = case.refused(&[]);
+    assert_names(&stderr, &case.path("exp.toml"), "services.api.memory_limit");
+    assert!(stderr.contains("from 0 to"), "{stderr}");
+}

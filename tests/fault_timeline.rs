@@ -142,3 +142,26 @@ fn codel_sheds_a_standing_queue_and_keeps_waits_short() {
         assert!(goodput > 900.0, "the worker stays busy: goodput {goodput}");
     }
 }
+
+#[test]
+fn a_host_whose_queue_passes_its_memory_limit_crashes_and_restarts_after_its_delay() {
+    // 200 intents/s at one worker of 100/s: the queue passes 5 within about
+    // 0.07 s of each restart, so each crash cycle lasts a little over the 1 s
+    // the host is down: a little under 55 crashes in the 55 s window, and at
+    // most 56 (one per second, and one more at its start).
+    let svc =
+        "workers = 1\nservice_time = { dist = \"const\", value = \"10ms\" }\nmemory_limit = 5\nrestart_after = \"1s\"";
+    let exp = load(&base("", svc, ONE_TRY, "200/s"));
+    let runs = run(&exp, 2);
+    for (r, crashes) in runs.iter().zip(common::service_metric(&runs, "api", "memory_crashes")) {
+        let crashes = crashes.unwrap();
+        assert!((45.0..=56.0).contains(&crashes), "{crashes} crashes");
+        // While down the host refuses connections; what it held is reset.
+        assert!(r.failures.keys().any(|k| k.starts_with("connect_error")), "{:?}", r.failures);
+        assert!(r.failures.keys().any(|k| k.starts_with("reset")), "{:?}", r.failures);
+    }
+    // Without a limit the same service has no such metric.
+    let plain = load(&base("", "workers = 1\nservice_time = { dist = \"const\", value = \"10ms\" }", ONE_TRY, "50/s"));
+    let r = &run(&plain, 1)[0];
+    assert!(r.services.iter().all(|(_, m)| !m.contains_key("memory_crashes")), "{:?}", r.services);
+}

@@ -352,3 +352,88 @@ fn out_is_the_folder_the_files_go_into_and_the_help_names_the_default() {
     assert_eq!(default_out_of(Path::new("experiments/frontier.toml"), "frontier"), Path::new("out/frontier"));
     assert_eq!(default_out_of(Path::new("x/metastable.toml"), "frontier"), Path::new("out/metastable/frontier"));
 }
+
+/// One host with one worker (exponential service, rate μ), Poisson arrivals
+/// (λ), every answer reset with probability e and retried at once, a memory
+/// limit of M queued requests and no restart: the number of requests at the
+/// host is a birth–death chain (up at λ, down at μ(1 − e)) absorbed at
+/// U = M + 2 in the host (M + 1 queued: the crash, never recovered) and,
+/// in effect, at 0 (drained: recovered).
+const RUIN: &str = r#"# Question: does a burst of k intents crash the host as often as gambler's ruin says?
+[experiment]
+name = "ruin"
+duration = "60s"
+warmup = "5s"
+seed = 7
+replications = 2000
+
+[[clients]]
+name = "users"
+rate = "40/s"
+target = "db"
+operation = "write"
+policy = { max_attempts = 12, per_try_timeout = "1h", retry_on = ["reset"] }
+
+[[operations]]
+name = "write"
+idempotent = true
+
+[[services]]
+name = "db"
+workers = 1
+service_time = { dist = "exp", mean = "10ms" }
+memory_limit = 23
+restart_after = "never"
+
+[[faults]]
+kind = "reset"
+target = "db"
+probability = 0.2
+
+[network]
+latency = { dist = "const", value = "0ms" }
+"#;
+
+/// P(no recovery | a burst of k): the host holds n₀ requests at the burst,
+/// from the chain's stationary law (1 − ρ)ρ^n₀ with ρ = λ / μ(1 − e); the
+/// burst takes it to j = n₀ + k, and from j the chain reaches U before 0
+/// with the gambler's-ruin probability (r^j − 1)/(r^U − 1), r = 1/ρ (1 from
+/// U on). A cap of 12 attempts ends an intent early with probability
+/// e^11 ≈ 2·10⁻⁸, and the stationary chain reaches U before the burst or
+/// within the horizon with probability about 10⁻⁴: both are left out.
+fn gamblers_ruin(k: u32) -> f64 {
+    let (lambda, mu, e, m) = (40.0f64, 100.0f64, 0.2f64, 23u32);
+    let rho = lambda / (mu * (1.0 - e));
+    let u = m + 2;
+    let r = 1.0 / rho;
+    let ruin = |j: u32| if j >= u { 1.0 } else { (r.powi(j as i32) - 1.0) / (r.powi(u as i32) - 1.0) };
+    (0..200).map(|n0| (1.0 - rho) * rho.powi(n0 as i32) * ruin(n0 + k)).sum()
+}
+
+#[test]
+fn the_share_of_bursts_not_recovered_from_is_gamblers_ruin_at_three_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("ruin.toml");
+    std::fs::write(&exp, RUIN).unwrap();
+    let doc = frontier(
+        &[exp.to_str().unwrap(), "--trigger", "burst", "--size", "20..25:6", "--at", "15s", "--horizon", "20s"],
+        &dir.path().join("out"),
+    );
+    let row = &rows(&doc)[0];
+    let curve = row["curve"].as_array().unwrap();
+    for k in [22u32, 23, 24] {
+        let point = curve.iter().find(|p| p["size"].as_f64() == Some(k as f64)).unwrap();
+        let (p, lo, hi) = (
+            point["p_no_recovery"].as_f64().unwrap(),
+            point["ci95"][0].as_f64().unwrap(),
+            point["ci95"][1].as_f64().unwrap(),
+        );
+        let exact = gamblers_ruin(k);
+        assert_eq!(point["runs"].as_u64(), Some(2000));
+        assert!(lo <= exact && exact <= hi, "burst of {k}: P(no recovery) {p} (95% {lo}–{hi}), gambler's ruin {exact}");
+    }
+    // The exact values the interval has to hold: 5/16, 1/2, 3/4.
+    assert!((gamblers_ruin(22) - 0.3125).abs() < 1e-6 && (gamblers_ruin(24) - 0.75).abs() < 1e-6);
+    let sentence = row["sentence"].as_str().unwrap();
+    assert!(sentence.contains("a burst of 2") && sentence.contains(" intents to db at once"), "{sentence}");
+}

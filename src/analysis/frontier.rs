@@ -127,18 +127,11 @@ pub struct Boundary {
 /// ≥ 0.95 under Binomial(n, 1/2); `j = 0` means no lower bound, `k = n + 1`
 /// no upper bound.
 pub fn median_ranks(n: usize) -> (usize, usize) {
-    // The largest j with P(B < j) ≤ 2.5%, B ~ Binomial(n, 1/2).
-    let mut cdf = 0.0; // P(B < j)
-    let mut j = 0usize;
-    let mut pmf = 0.5f64.powi(n as i32); // P(B = 0)
-    for i in 0..=n {
-        if cdf + pmf > 0.025 {
-            break;
-        }
-        cdf += pmf;
-        j = i + 1;
-        pmf *= (n - i) as f64 / (i + 1) as f64;
-    }
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    // The largest j with P(B < j) = P(B ≤ j − 1) ≤ 2.5%, B ~ Binomial(n, 1/2)
+    // (statrs sums in logs: 0.5^n underflows for n above about 1074).
+    let b = Binomial::new(0.5, n as u64).expect("p = 1/2 is a probability");
+    let j = (0..n as u64).take_while(|&i| b.cdf(i) <= 0.025).count();
     (j, n + 1 - j)
 }
 
@@ -198,6 +191,9 @@ mod tests {
         // n = 5: even the extremes have P = 1/32 > 2.5%: no bounds.
         assert_eq!(median_ranks(5), (0, 6));
         assert_eq!(median_ranks(6), (1, 6));
+        // n = 4000 (0.5^n underflows): the normal approximation n/2 ∓ 1.96 √n / 2 ≈ 1938, 2062.
+        let (j, k) = median_ranks(4000);
+        assert!((1936..=1940).contains(&j) && k == 4001 - j, "{j} {k}");
     }
 
     #[test]

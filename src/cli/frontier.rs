@@ -28,12 +28,14 @@ pub struct FrontierArgs {
     #[arg(long, value_enum)]
     pub trigger: TriggerKind,
     /// The sizes to choose from: LO..HI:N, a list or one value [default: spike 1..5:33,
-    /// brownout 0..1:41 (share removed), slowdown 1..10:37, outage 0s..60s:61].
+    /// brownout 0..1:41 (share removed), slowdown 1..10:37, outage 0s..60s:61,
+    /// burst 0..10000:41 (intents)].
     #[arg(long, value_name = "SPEC")]
     pub size: Option<String>,
-    /// Trigger lengths (a value, a list or LO..HI:N; not for an outage).
-    #[arg(long, value_name = "SPEC", default_value = "10s")]
-    pub length: String,
+    /// Trigger lengths (a value, a list or LO..HI:N; not for an outage; a burst's
+    /// intents arrive spread over it) [default: 10s; 0s for a burst].
+    #[arg(long, value_name = "SPEC")]
+    pub length: Option<String>,
     /// Values of experiment.load_scale [default: the experiment's].
     #[arg(long, value_name = "SPEC")]
     pub load: Option<String>,
@@ -43,7 +45,8 @@ pub struct FrontierArgs {
     /// When the trigger starts [default: warmup + 30 s].
     #[arg(long, value_name = "T")]
     pub at: Option<String>,
-    /// The service a brownout, slowdown or outage hits [default: the first client's target].
+    /// The service a brownout, slowdown or outage hits, or a burst's herd calls [default: the
+    /// first client's target].
     #[arg(long, value_name = "SERVICE")]
     pub target: Option<String>,
     /// Judge a run collapsed once its goodput ratio has stayed below half its
@@ -109,7 +112,7 @@ fn fingerprint(inputs: &[PathBuf], sets: &[String], args: &FrontierArgs) -> Stri
     all.extend([
         format!("trigger={}", args.trigger.label()),
         format!("size={:?}", args.size),
-        format!("length={}", args.length),
+        format!("length={}", args.length.as_deref().unwrap_or(args.trigger.default_length())),
         format!("load={:?}", args.load),
         format!("horizon={}", args.horizon),
         format!("at={:?}", args.at),
@@ -153,9 +156,11 @@ pub fn run(args: &FrontierArgs) -> anyhow::Result<i32> {
     };
     let sizes = spec_values("--size", &size_spec, &parse_size)?;
     let lengths: Vec<f64> = if kind.has_length() {
-        let l = spec_values("--length", &args.length, &|t| parse_duration(t.trim()).map(to_secs_f64))?;
-        if l.iter().any(|&x| x <= 0.0) {
-            return Err(InputError::file(format!("--length {}", args.length), "a trigger lasts longer than 0s").into());
+        let spec = args.length.as_deref().unwrap_or(kind.default_length());
+        let l = spec_values("--length", spec, &|t| parse_duration(t.trim()).map(to_secs_f64))?;
+        // A burst may arrive at once; any other trigger must last.
+        if l.iter().any(|&x| x < 0.0 || (x == 0.0 && kind != TriggerKind::Burst)) {
+            return Err(InputError::file(format!("--length {spec}"), "a trigger lasts longer than 0s").into());
         }
         l
     } else {

@@ -96,6 +96,8 @@ pub struct ServiceRaw {
     pub outlier_detection: Option<OutlierRaw>,
     pub concurrency_limit: Option<LimitRaw>,
     pub shed_by_priority: Option<ShedRaw>,
+    pub memory_limit: Option<i64>,
+    pub restart_after: Option<String>,
     #[serde(default)]
     pub calls: Vec<CallRaw>,
 }

@@ -204,6 +204,19 @@ pub struct ServiceSpec {
     pub per_inflight: Nanos,
     /// Hosts, balancing and the server-side defences of each host.
     pub hosts: HostsSpec,
+    /// A host whose queue grows past a limit runs out of memory, if set.
+    pub memory: Option<MemoryLimit>,
+}
+
+/// `memory_limit` and `restart_after`: a host holding more queued requests
+/// than `queued` crashes (as a `crash` fault does) and is down for
+/// `restart_after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryLimit {
+    /// Queued requests a host holds; one more and it crashes.
+    pub queued: u32,
+    /// How long the crashed host is down.
+    pub restart_after: Nanos,
 }
 
 /// A service's hosts and how callers are spread over them, with the

@@ -454,7 +454,32 @@ fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec], effect_kinds: &mut Vec
             },
         },
         hosts: hosts::hosts(v, s, &field)?,
+        memory: memory_limit(v, s, &field)?,
     })
+}
+
+/// `memory_limit` with its `restart_after`.
+fn memory_limit(v: &V, s: &ServiceRaw, field: &str) -> InputResult<Option<MemoryLimit>> {
+    let f = |n: &str| format!("{field}.{n}");
+    let Some(limit) = s.memory_limit else {
+        if s.restart_after.is_some() {
+            return Err(
+                v.err(&f("restart_after"), "only used with memory_limit (the host crashes when its queue exceeds it)")
+            );
+        }
+        return Ok(None);
+    };
+    let queued = v.int_in(&f("memory_limit"), Some(limit), 0, 0, u32::MAX as i64)? as u32;
+    let restart_after = match &s.restart_after {
+        Some(text) => v.positive_dur_or_never(&f("restart_after"), Some(text), 0)?,
+        None => {
+            return Err(v.err(
+                &f("restart_after"),
+                "required with memory_limit: how long a host that ran out of memory is down, such as \"30s\"",
+            ));
+        }
+    };
+    Ok(Some(MemoryLimit { queued, restart_after }))
 }
 
 /// `idempotency = { … }`: defaults durable, 24h, conflict, 30s lease, atomic, 5ms.

@@ -59,8 +59,13 @@ pub fn baseline_span(s: &Scenario) -> Option<(Nanos, Nanos)> {
 
 /// Disturbance windows of a scenario: fault windows and changes of a
 /// client's arrival rate (schedule steps, bursts), as (start, end).
+///
+/// A fault in force from the end of the warm-up (or before) to the end of
+/// the run is not a disturbance: it is part of the baseline (a steady
+/// error rate, a host down throughout), and recovery is measured with it.
 pub fn disturbances(s: &Scenario) -> Vec<(Nanos, Nanos)> {
-    let mut out: Vec<(Nanos, Nanos)> = s.faults.iter().map(|f| (f.start, f.end)).collect();
+    let background = |f: &&crate::config::FaultSpec| f.start <= s.warmup && f.end >= s.duration;
+    let mut out: Vec<(Nanos, Nanos)> = s.faults.iter().filter(|f| !background(f)).map(|f| (f.start, f.end)).collect();
     for c in &s.clients {
         match &c.mode {
             ClientMode::Open(schedule) => out.extend(schedule.0.iter().skip(1).map(|&(at, _)| (at, at))),

@@ -62,6 +62,8 @@ pub struct RunCollector {
     pub cache_hits: Vec<u64>,
     /// Per service: hosts ejected by outlier detection.
     pub ejections: Vec<u64>,
+    /// Per service: hosts that crashed when their queue passed `memory_limit`.
+    pub memory_crashes: Vec<u64>,
 }
 
 /// The hosts that get metrics of their own: (service, replica) of every
@@ -110,6 +112,7 @@ impl RunCollector {
             cache_lookups: vec![0; services],
             cache_hits: vec![0; services],
             ejections: vec![0; services],
+            memory_crashes: vec![0; services],
         }
     }
 
@@ -303,6 +306,9 @@ impl RunCollector {
             }
             if sv.hosts.outlier.is_some() {
                 sm.insert("ejections".into(), Some(self.ejections[i] as f64));
+            }
+            if sv.memory.is_some() {
+                sm.insert("memory_crashes".into(), Some(self.memory_crashes[i] as f64));
             }
             services.push((sv.name.clone(), sm));
             for k in mine {

@@ -145,6 +145,7 @@ pub fn size_words(kind: TriggerKind, x: f64) -> String {
         TriggerKind::Spike | TriggerKind::Slowdown => format!("{}×", num((x * 1000.0).round() / 1000.0)),
         TriggerKind::Brownout => format!("{}%", num((x * 1000.0).round() / 10.0)),
         TriggerKind::Outage => format!("{} s", num((x * 1000.0).round() / 1000.0)),
+        TriggerKind::Burst => crate::words::plural(x.round() as usize, "intent"),
     }
 }
 
@@ -171,6 +172,10 @@ pub fn sentence(w: &Words, load_scale: f64, utilization: Option<f64>, length_s: 
         TriggerKind::Brownout => format!("a brownout removing {} of {target}'s capacity{length}", size_words(kind, x)),
         TriggerKind::Slowdown => format!("a slowdown of {target}'s service times by {}{length}", size_words(kind, x)),
         TriggerKind::Outage => format!("an outage of {target} of {}", size_words(kind, x)),
+        TriggerKind::Burst => match length_s {
+            Some(l) if l > 0.0 => format!("a burst of {} to {target} over {} s", size_words(kind, x), num(l)),
+            _ => format!("a burst of {} to {target} at once", size_words(kind, x)),
+        },
     };
     match boundary {
         None => format!("{load}, the design recovers from every {} tried, up to {}", kind.label(), what(largest)),

@@ -1,7 +1,8 @@
-//! The triggers the frontier sizes: a load spike, a brownout, a slowdown
-//! or an outage, added to a scenario that has no disturbance of its own.
+//! The triggers the frontier sizes: a load spike, a brownout, a slowdown,
+//! an outage or a burst (a thundering herd), added to a scenario that has
+//! no disturbance of its own.
 
-use crate::config::{ClientMode, FaultKind, FaultSpec, RateSchedule, Scenario};
+use crate::config::{ClientMode, ClientSpec, FaultKind, FaultSpec, RateSchedule, Scenario};
 use crate::engine::Nanos;
 
 /// A trigger family (`--trigger`).
@@ -16,6 +17,9 @@ pub enum TriggerKind {
     Slowdown,
     /// The target refuses connections; the size is the outage's length in seconds.
     Outage,
+    /// A herd of `size` intents of the target's first client arrives at once
+    /// (spread over the trigger's length, 0 by default).
+    Burst,
 }
 
 impl TriggerKind {
@@ -26,6 +30,7 @@ impl TriggerKind {
             TriggerKind::Brownout => "brownout",
             TriggerKind::Slowdown => "slowdown",
             TriggerKind::Outage => "outage",
+            TriggerKind::Burst => "burst",
         }
     }
 
@@ -33,7 +38,7 @@ impl TriggerKind {
     pub fn identity(self) -> f64 {
         match self {
             TriggerKind::Spike | TriggerKind::Slowdown => 1.0,
-            TriggerKind::Brownout | TriggerKind::Outage => 0.0,
+            TriggerKind::Brownout | TriggerKind::Outage | TriggerKind::Burst => 0.0,
         }
     }
 
@@ -44,7 +49,13 @@ impl TriggerKind {
             TriggerKind::Brownout => "0..1:41",
             TriggerKind::Slowdown => "1..10:37",
             TriggerKind::Outage => "0s..60s:61",
+            TriggerKind::Burst => "0..10000:41",
         }
+    }
+
+    /// The default `--length`: a burst arrives at once, other triggers last 10 s.
+    pub fn default_length(self) -> &'static str {
+        if self == TriggerKind::Burst { "0s" } else { "10s" }
     }
 
     /// Whether `--length` applies (an outage's size is its length).
@@ -58,6 +69,7 @@ impl TriggerKind {
             TriggerKind::Spike | TriggerKind::Slowdown => size.is_finite() && size >= 1.0,
             TriggerKind::Brownout => (0.0..=1.0).contains(&size),
             TriggerKind::Outage => size.is_finite() && size >= 0.0,
+            TriggerKind::Burst => size.is_finite() && size >= 0.0 && size.fract() == 0.0 && size <= u32::MAX as f64,
         }
     }
 
@@ -68,6 +80,7 @@ impl TriggerKind {
             TriggerKind::Brownout => "a brownout's size is the share of capacity removed: numbers from 0 to 1",
             TriggerKind::Slowdown => "a slowdown's size multiplies service times: numbers of at least 1",
             TriggerKind::Outage => "an outage's size is its length: durations such as 5s",
+            TriggerKind::Burst => "a burst's size is a number of intents: whole numbers of at least 0",
         }
     }
 }
@@ -76,7 +89,7 @@ impl TriggerKind {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Trigger {
     pub kind: TriggerKind,
-    /// The service a brownout, slowdown or outage hits.
+    /// The service a brownout, slowdown or outage hits, and a burst's herd calls.
     pub target: usize,
     pub at: Nanos,
     /// Ignored by an outage (its size is its length).
@@ -124,6 +137,25 @@ impl Trigger {
             TriggerKind::Brownout => s.faults.push(fault(FaultKind::Brownout { capacity: 1.0 - self.size })),
             TriggerKind::Slowdown => s.faults.push(fault(FaultKind::Slowdown { factor: self.size })),
             TriggerKind::Outage => s.faults.push(fault(FaultKind::Outage)),
+            TriggerKind::Burst => {
+                let herd = self.size as u32;
+                let users = s.clients.iter().position(|c| c.target == self.target).unwrap_or(0);
+                if herd > 0
+                    && let Some(users) = s.clients.get(users)
+                {
+                    // The herd is the users of the target's first client: their
+                    // policy, edge and keys; a class of its own, after every other,
+                    // so the other classes keep their random numbers.
+                    let herd = ClientSpec {
+                        name: format!("frontier-{}", self.kind.label()),
+                        count: herd,
+                        mode: ClientMode::Burst { at: start, spread: end - start },
+                        thinned_from: None,
+                        ..users.clone()
+                    };
+                    s.clients.push(herd);
+                }
+            }
         }
         s
     }

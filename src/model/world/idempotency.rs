@@ -123,7 +123,9 @@ impl World<'_> {
         }
     }
 
-    fn crash_host(&mut self, h: usize, until: Nanos) {
+    /// Host `h` crashes now and is down until `until`: what it holds is
+    /// reset and a memory ledger forgets everything.
+    pub(super) fn crash_host(&mut self, h: usize, until: Nanos) {
         let now = self.q.now();
         self.touch_host(h, now);
         let st = &mut self.hosts[h];

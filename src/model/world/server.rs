@@ -68,6 +68,15 @@ impl World<'_> {
         } else {
             self.enqueue(id);
             self.fill_workers(h);
+            if let Some(memory) = self.s.services[svc].memory
+                && self.hosts[h].queue.len() > memory.queued as usize
+            {
+                // Out of memory: the host crashes as a `crash` fault makes it.
+                if self.m.in_window(now) {
+                    self.m.memory_crashes[svc] += 1;
+                }
+                self.crash_host(h, now.saturating_add(memory.restart_after));
+            }
         }
     }
 
