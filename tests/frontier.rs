@@ -213,6 +213,13 @@ fn bad_frontier_input_is_refused_with_the_flag_named() {
     let (code, _, err) = retrysim(&["frontier", FRONTIER, "--trigger", "spike", "--at", "1s"]);
     assert_eq!(code, 2);
     assert!(err.contains("--at 1s"), "{err}");
+    let (code, _, err) = retrysim(&["frontier", FRONTIER, "--trigger", "burst", "--size", "10,12.5"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--size 10,12.5") && err.contains("whole numbers"), "{err}");
+    // A burst may arrive at once; a spike may not.
+    let (code, _, err) = retrysim(&["frontier", FRONTIER, "--trigger", "spike", "--length", "0s"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--length 0s") && err.contains("longer than 0s"), "{err}");
 }
 
 #[test]
