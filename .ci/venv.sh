@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one Python virtual environment of the real-client suites
-# (tests/clients/, tests/aws_adaptive_botocore.rs): pinned versions from
+# (tests/clients/, tests/it/aws_adaptive_botocore.rs): pinned versions from
 # the package registry, created on first use and reused after. Prints the
 # path of its python on stdout; everything else goes to stderr.
 # RETRYSIM_CI_VENV overrides where it lives (default

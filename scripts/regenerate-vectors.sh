@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes sdk/vectors/<preset>.json, the conformance vectors of every policy
 # under policies/, with the retrysim binary built from this checkout.
-# tests/sdk_vectors.rs fails when a file is not what this writes.
+# tests/it/sdk_vectors.rs fails when a file is not what this writes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --bin retrysim

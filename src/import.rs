@@ -10,7 +10,7 @@
 //! default (Envoy's 15 s route timeout, gRPC's ±20% jitter, botocore
 //! 1.44's standard mode); each such choice is named too. `import` of an
 //! `export` gives back the policy on every field the target carries
-//! (`tests/import_round_trip.rs`).
+//! (`tests/it/import_round_trip.rs`).
 
 use crate::engine::{NEVER, Nanos};
 use crate::error::{InputError, InputResult};

@@ -5,7 +5,7 @@
 //!
 //! Every rule has a fixed id and severity ([`RULES`]); a [`Finding`] names
 //! the file and field to change and a one-line fix. `docs/lint.md` lists the
-//! rules, what triggers each and why; `tests/lint.rs` has one experiment
+//! rules, what triggers each and why; `tests/it/lint.rs` has one experiment
 //! per rule.
 //!
 //! Conventions shared by the rules:

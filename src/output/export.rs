@@ -9,7 +9,7 @@
 //! Each translation is a pure function of a validated [`Policy`] that
 //! returns the text and every field that could not be carried over, with
 //! why ([`Loss`]). The mappings and their caveats are documented in
-//! `docs/export.md`; `tests/export.rs` parses the output back and checks
+//! `docs/export.md`; `tests/it/export.rs` parses the output back and checks
 //! every mapped field and every loss.
 
 use crate::engine::{NEVER, Nanos};

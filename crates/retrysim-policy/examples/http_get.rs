@@ -6,7 +6,7 @@
 //! cargo run -p retrysim-policy --example http_get -- policies/aws-standard.toml 127.0.0.1:8080
 //! ```
 //!
-//! `tests/policy_runtime_e2e.rs` (of the simulator) sends this GET under
+//! `tests/it/policy_runtime_e2e.rs` (of the simulator) sends this GET under
 //! the `retry` helper to a scripted server and compares it with the
 //! simulator's trace.
 

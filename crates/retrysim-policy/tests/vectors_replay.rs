@@ -1,7 +1,7 @@
 //! The crate's own API replays every vector under `sdk/vectors/`, the way
 //! an SDK would: load each case's policy, feed each step's recorded draw,
 //! and compare the admissions, decisions, waits and reasons (the state
-//! snapshots are compared by `tests/sdk_vectors.rs` through the generator
+//! snapshots are compared by `tests/it/sdk_vectors.rs` through the generator
 //! and by the Python implementation).
 
 use retrysim_policy::hedged::{Sent, Step};
