@@ -35,7 +35,7 @@
 //! # Ok::<(), retrysim_policy::InputError>(())
 //! ```
 //!
-//! [`retry`] wraps that loop for blocking code; behind the `tower` feature,
+//! [`retry()`] wraps that loop for blocking code; behind the `tower` feature,
 //! `tower::RetryLayer` wraps any `tower` service, and `tower::HedgeLayer`
 //! hedges one under a policy with `[hedging]` (the steps of
 //! [`HedgedState`]). Three example clients
@@ -175,3 +175,8 @@ impl Policy {
         Some(total)
     }
 }
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

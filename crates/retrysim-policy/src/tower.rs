@@ -11,7 +11,7 @@
 //! attempt the caller gets that attempt's response or error as it was
 //! (a 503 response stays a response).
 //!
-//! Each call draws its jitter from a fresh [`SplitMix`] seeded from the
+//! Each call draws its jitter from a fresh [`SplitMix`](crate::SplitMix) seeded from the
 //! clock; [`RetryLayer::seeded`] makes the draws reproducible (call `k` of
 //! the layer's services seeds with `seed + k`).
 //!

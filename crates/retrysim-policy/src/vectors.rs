@@ -1,5 +1,5 @@
 //! Conformance vectors (`schema = "retrysim.vectors/1"`, docs/vectors.md):
-//! deterministic cases that run this crate's [`RetryState`] over scripted
+//! deterministic cases that run this crate's [`RetryState`](crate::RetryState) over scripted
 //! outcomes and record every input (clock readings, outcomes, Retry-After
 //! values, the random draws consumed) with every output (admissions,
 //! decisions, waits, denial reasons, and the budget, breaker and throttle
