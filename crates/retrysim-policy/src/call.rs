@@ -91,6 +91,7 @@ pub fn first_allowed<G: Guards>(guards: &mut G, now: Nanos) -> bool {
 }
 
 /// What the throttle says before an attempt ([`CallState::gate`]).
+#[must_use = "the decision says what the caller must do next"]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Gate {
     /// Send it now.
@@ -107,6 +108,7 @@ pub enum Gate {
 }
 
 /// What the caller does after an outcome.
+#[must_use = "the decision says what the caller must do next"]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     /// The call succeeded.

@@ -60,6 +60,7 @@ impl fmt::Display for DenyReason {
 }
 
 /// What the caller does after a failed attempt.
+#[must_use = "the decision says what the caller must do next"]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     /// Retry after waiting this long.

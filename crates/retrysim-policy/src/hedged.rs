@@ -30,6 +30,7 @@ pub struct Sent {
 }
 
 /// What happened after a copy's answer or per-try timeout.
+#[must_use = "the step says which copies to send and cancel, and whether the call is over"]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Step {
     /// The call is over: [`Decision::Done`], or [`Decision::GiveUp`] with
@@ -226,7 +227,7 @@ mod tests {
         let s = h.on_copy_outcome(0, Outcome::Status(503), 10 * MS);
         assert_eq!(s.hedge, Some(Ok(Sent { copy: 1, timeout: crate::NEVER })));
         assert_eq!(h.hedge_due_at(), Some(110 * MS), "the delay starts again from the copy just sent");
-        h.on_copy_outcome(1, Outcome::Status(503), 20 * MS);
+        let _ = h.on_copy_outcome(1, Outcome::Status(503), 20 * MS);
         let s = h.on_copy_outcome(2, Outcome::Status(503), 30 * MS);
         assert_eq!(s.end, Some(Decision::GiveUp(DenyReason::Attempts)));
         let mut h = start(&p);
@@ -244,8 +245,8 @@ mod tests {
         let s = h.on_copy_outcome(0, Outcome::Ok, 120 * MS);
         assert_eq!(s, Step { end: Some(Decision::Done), cancel: vec![1, 2], ..Step::default() });
         let mut h = start(&p);
-        h.on_copy_expired(0, 50 * MS);
-        h.on_copy_expired(1, 100 * MS);
+        let _ = h.on_copy_expired(0, 50 * MS);
+        let _ = h.on_copy_expired(1, 100 * MS);
         let s = h.on_copy_expired(2, 150 * MS);
         assert_eq!(s.given_up, vec![0, 1, 2]);
         assert_eq!(s.end, Some(Decision::GiveUp(DenyReason::Attempts)));

@@ -95,6 +95,7 @@ impl Shared {
 }
 
 /// What to do before an attempt.
+#[must_use = "the decision says what the caller must do next"]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admit {
     /// Send the attempt now and give it up after `timeout` ([`NEVER`] = no timeout).
