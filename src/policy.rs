@@ -3,7 +3,7 @@
 //! code uses too, so that what is simulated is what ships; this module
 //! re-exports it under the paths the simulator has always used.
 
-pub use retrysim_policy::decision::Decision;
+pub use retrysim_policy::decision::Verdict;
 pub use retrysim_policy::{
     Backoff, BackoffKind, DenyReason, Jitter, Outcome, Policy, RetryContext, RetryOn, backoff, breaker, budget, call,
     decide, decision, file, hedge, outcome, throttle,

@@ -80,14 +80,17 @@ fn replaying_a_hedged_trace_gives_the_same_copies_decisions_and_budget() {
     }
 
     let policy = Policy::load(&dir.path().join("p.toml")).unwrap();
-    let shared = Shared::new(&policy);
+    let origin = std::time::Instant::now();
+    let at = |t: u64| origin + std::time::Duration::from_nanos(t);
+    let since = |i: std::time::Instant| i.duration_since(origin).as_nanos() as u64;
+    let shared = Shared::with_origin(policy, origin);
     let mut checked = 0;
     let mut refused_by_budget = 0;
     for (intent, rows) in &intents {
         let by_copy = |c: u32| *rows.iter().find(|r| r["copy"] == c).expect("a row per copy");
         let t0 = ns(by_copy(0)["t_s"].as_f64().unwrap());
-        let mut st = HedgedState::new(&policy, shared.clone(), t0, SplitMix::new(*intent)).unwrap();
-        assert!(matches!(st.before_first(t0), Ok(Admit::Send { .. })), "intent {intent}");
+        let mut st = HedgedState::new(shared.clone(), at(t0), SplitMix::new(*intent)).unwrap();
+        assert!(matches!(st.before_first(at(t0)), Ok(Admit::Send { .. })), "intent {intent}");
         let mut sent: Vec<(u32, u64)> = vec![(0, t0)];
         // The rows in the order the replay learns each copy's end.
         let mut replayed: Vec<(u32, String, u64, f64)> = Vec::new();
@@ -98,11 +101,11 @@ fn replaying_a_hedged_trace_gives_the_same_copies_decisions_and_budget() {
                 .filter(|(c, _)| live.contains(c))
                 .map(|&(c, s)| (answer_at(s, by_copy(c)["outcome"].as_str().unwrap()), c))
                 .min();
-            let due = st.hedge_due_at().unwrap_or(NEVER);
-            let (at, copy) = answer.unwrap_or((NEVER, 0));
-            assert!(at != NEVER || due != NEVER, "intent {intent}: stuck with copies {live:?}");
-            let step = if due < at {
-                match st.on_hedge_due(due) {
+            let due = st.hedge_due_at().map_or(NEVER, since);
+            let (when, copy) = answer.unwrap_or((NEVER, 0));
+            assert!(when != NEVER || due != NEVER, "intent {intent}: stuck with copies {live:?}");
+            let step = if due < when {
+                match st.on_hedge_due(at(due)) {
                     Ok(s) => {
                         sent.push((s.copy, due));
                         continue;
@@ -111,19 +114,19 @@ fn replaying_a_hedged_trace_gives_the_same_copies_decisions_and_budget() {
                 }
             } else {
                 let o = if by_copy(copy)["outcome"] == "ok" { Outcome::Ok } else { Outcome::Status(503) };
-                st.on_copy_outcome(copy, o, at)
+                st.on_copy_outcome(copy, o, at(when))
             };
             let level = shared.budget_level().unwrap();
-            replayed.push((copy, label(&step), at, level));
+            replayed.push((copy, label(&step), when, level));
             if let Some(Ok(s)) = step.hedge {
-                sent.push((s.copy, at));
+                sent.push((s.copy, when));
             }
             if step.end == Some(Decision::GiveUp(retrysim_policy::DenyReason::Budget)) {
                 refused_by_budget += 1;
             }
             if step.end.is_some() {
                 for &c in &step.cancel {
-                    replayed.push((c, "cancelled".into(), at, level));
+                    replayed.push((c, "cancelled".into(), when, level));
                 }
                 break;
             }

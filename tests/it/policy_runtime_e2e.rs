@@ -102,8 +102,8 @@ fn the_retry_helper_over_sockets_does_what_the_simulator_traced() {
     let addr = format!("127.0.0.1:{}", script.port);
     let mut outcomes = Vec::new();
     let mut spans: Vec<(Instant, Instant)> = Vec::new();
-    let shared = Shared::new(&policy);
-    let result = retry_with(&policy, &shared, SplitMix::new(1), |attempt| {
+    let shared = Shared::new(policy);
+    let result = retry_with(&shared, SplitMix::new(1), |attempt| {
         let start = Instant::now();
         let r = http_get::get(&addr, attempt.timeout);
         spans.push((start, Instant::now()));

@@ -57,29 +57,36 @@ fn replaying_the_trace_gives_the_same_decisions_waits_and_budget() {
     }
 
     let policy = Policy::load(&dir.path().join("p.toml")).unwrap();
-    let shared = Shared::new(&policy);
+    let origin = std::time::Instant::now();
+    let at = |t: u64| origin + std::time::Duration::from_nanos(t);
+    let shared = Shared::with_origin(policy, origin);
     let mut state: Option<RetryState<SplitMix>> = None;
     for (i, r) in rows.iter().enumerate() {
         let sent = ns(r["t_s"].as_f64().unwrap());
         if r["attempt"] == 1 {
-            state = Some(RetryState::new(&policy, shared.clone(), sent, SplitMix::new(i as u64)));
+            state = Some(RetryState::new(shared.clone(), at(sent), SplitMix::new(i as u64)));
         }
         let st = state.as_mut().expect("a first attempt starts every intent");
-        assert!(matches!(st.before_attempt(sent), Ok(Admit::Send { .. })), "row {i}");
+        assert!(matches!(st.before_attempt(at(sent)), Ok(Admit::Send { .. })), "row {i}");
         // 503 is answered on arrival (1 ms each way); a success adds 1 ms of work.
         let (outcome, answered) = match r["outcome"].as_str().unwrap() {
             "ok" => (Outcome::Ok, sent + 3 * MS),
             "503" => (Outcome::Status(503), sent + 2 * MS),
             other => panic!("unexpected outcome {other}"),
         };
-        let label = match st.after_outcome(outcome, answered, None) {
+        let label = match st.after_outcome(outcome, at(answered), None) {
             Decision::Done => "done".to_string(),
             Decision::Retry { wait } => {
                 let next = &rows[i + 1];
-                assert_eq!(ns(next["wait_s"].as_f64().unwrap()), wait, "row {i}: the wait before the retry");
+                assert_eq!(
+                    ns(next["wait_s"].as_f64().unwrap()),
+                    wait.as_nanos() as u64,
+                    "row {i}: the wait before the retry"
+                );
                 "retry".to_string()
             }
             Decision::GiveUp(reason) => reason.label().to_string(),
+            other => panic!("row {i}: a decision this test does not know: {other:?}"),
         };
         assert_eq!(label, decisions[i], "row {i}: {r}");
         let level = shared.budget_level().unwrap();

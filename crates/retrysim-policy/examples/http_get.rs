@@ -59,7 +59,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    match retry(&policy, |attempt| {
+    match retry(policy, |attempt| {
         eprintln!("attempt {} (timeout {:?})", attempt.number, attempt.timeout);
         get(addr, attempt.timeout)
     }) {

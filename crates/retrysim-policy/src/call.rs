@@ -31,7 +31,7 @@ mod hedge;
 
 use crate::breaker::Breaker;
 use crate::budget::Budget;
-use crate::decision::{self, DenyReason, RetryContext, attempt_timeout, decide};
+use crate::decision::{DenyReason, RetryContext, Verdict, attempt_timeout, decide};
 use crate::hedge::Hedger;
 use crate::throttle::{Admission, Throttle};
 use crate::time::{NEVER, Nanos};
@@ -107,10 +107,11 @@ pub enum Gate {
     },
 }
 
-/// What the caller does after an outcome.
+/// What the caller does after an outcome, on the nanosecond clock (the
+/// public form is [`crate::Decision`]).
 #[must_use = "the decision says what the caller must do next"]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub enum Next {
     /// The call succeeded.
     Done,
     /// Retry after waiting this long.
@@ -223,7 +224,7 @@ impl CallState {
         now: Nanos,
         retry_after: Option<Nanos>,
         draw: impl FnOnce() -> f64,
-    ) -> Decision {
+    ) -> Next {
         let (retry, refund) = (self.attempts > 1, self.retry_cost);
         let latency = now.saturating_sub(self.sent_at);
         let budget_grants = match guards.budget() {
@@ -244,7 +245,7 @@ impl CallState {
             t.on_outcome(now, outcome);
         }
         if outcome == Outcome::Ok {
-            return Decision::Done;
+            return Next::Done;
         }
         let u = draw();
         let ctx = RetryContext {
@@ -260,12 +261,12 @@ impl CallState {
             budget_grants,
         };
         match decide(policy, &ctx) {
-            decision::Decision::Retry { wait } => {
+            Verdict::Retry { wait } => {
                 self.retry_cost = guards.budget().map_or(0.0, |b| b.spend_retry(outcome));
                 self.prev_wait = wait;
-                Decision::Retry { wait }
+                Next::Retry { wait }
             }
-            decision::Decision::Deny(reason) => Decision::GiveUp(reason),
+            Verdict::Deny(reason) => Next::GiveUp(reason),
         }
     }
 }
@@ -310,11 +311,11 @@ mod tests {
         assert_eq!(call.gate(&p, &mut g, 0, || unreachable!("no throttle, no draw")), Gate::Send);
         assert_eq!(call.on_send(&p, &mut g, 0), 400 * MS);
         let d = call.after_outcome(&p, &mut g, Outcome::Status(503), 10 * MS, None, || rng.unit());
-        assert_eq!(d, Decision::Retry { wait: 0 });
+        assert_eq!(d, Next::Retry { wait: 0 });
         assert_eq!(call.on_send(&p, &mut g, 10 * MS), 400 * MS);
         // The second failure in a row opens the breaker: no retry, no new call.
         let d = call.after_outcome(&p, &mut g, Outcome::Status(503), 700 * MS, None, || rng.unit());
-        assert_eq!(d, Decision::GiveUp(DenyReason::BreakerOpen));
+        assert_eq!(d, Next::GiveUp(DenyReason::BreakerOpen));
         assert!(!first_allowed(&mut g, 700 * MS));
         assert_eq!(budget.level(), Some(2.0), "each retryable failure takes a token from 4");
         assert_eq!(call.attempts, 2);
@@ -329,6 +330,6 @@ mod tests {
         let mut g = Lent::default();
         call.on_send(&p, &mut g, 0);
         let d = call.after_outcome(&p, &mut g, Outcome::Ok, 5, None, || unreachable!("no draw on success"));
-        assert_eq!(d, Decision::Done);
+        assert_eq!(d, Next::Done);
     }
 }

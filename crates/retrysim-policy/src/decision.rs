@@ -62,7 +62,7 @@ impl fmt::Display for DenyReason {
 /// What the caller does after a failed attempt.
 #[must_use = "the decision says what the caller must do next"]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub enum Verdict {
     /// Retry after waiting this long.
     Retry { wait: Nanos },
     /// Give up, for this reason.
@@ -97,27 +97,27 @@ pub struct RetryContext {
 /// retryable, safe, attempts left, breaker, the wait against
 /// `max_retry_after` and the deadline, and the budget last.
 #[inline]
-pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
+pub fn decide(policy: &Policy, ctx: &RetryContext) -> Verdict {
     let o = ctx.outcome;
     if !policy.retry_on.contains(o) {
-        return Decision::Deny(DenyReason::NotRetryable);
+        return Verdict::Deny(DenyReason::NotRetryable);
     }
     let safe = ctx.idempotent || ctx.key_sent || o.nothing_executed() || policy.retry_unknown_without_key;
     if !safe {
-        return Decision::Deny(DenyReason::Unsafe);
+        return Verdict::Deny(DenyReason::Unsafe);
     }
     if ctx.attempts_made >= policy.max_attempts {
-        return Decision::Deny(DenyReason::Attempts);
+        return Verdict::Deny(DenyReason::Attempts);
     }
     if !ctx.breaker_closed {
-        return Decision::Deny(DenyReason::BreakerOpen);
+        return Verdict::Deny(DenyReason::BreakerOpen);
     }
     let respected = if policy.respect_retry_after { ctx.retry_after } else { None };
     let wait = match respected {
         Some(ra) => {
             let limit = policy.max_retry_after.unwrap_or(policy.deadline);
             if ra > limit {
-                return Decision::Deny(DenyReason::RetryAfterTooLong);
+                return Verdict::Deny(DenyReason::RetryAfterTooLong);
             }
             match policy.retry_after_clamp {
                 // The AWS SDKs: max(backoff, min(retry_after, backoff + clamp)).
@@ -130,13 +130,13 @@ pub fn decide(policy: &Policy, ctx: &RetryContext) -> Decision {
     if ctx.deadline_at != NEVER {
         let start_by = ctx.now.saturating_add(wait).saturating_add(policy.min_attempt_time);
         if start_by >= ctx.deadline_at {
-            return Decision::Deny(DenyReason::Deadline);
+            return Verdict::Deny(DenyReason::Deadline);
         }
     }
     if !ctx.budget_grants {
-        return Decision::Deny(DenyReason::Budget);
+        return Verdict::Deny(DenyReason::Budget);
     }
-    Decision::Retry { wait }
+    Verdict::Retry { wait }
 }
 
 /// The timeout for an attempt starting now: the per-try timeout clipped to
@@ -176,45 +176,45 @@ mod tests {
     #[test]
     fn order_of_checks() {
         let p = policy();
-        assert_eq!(decide(&p, &ctx(Outcome::Status(500))), Decision::Deny(DenyReason::NotRetryable));
+        assert_eq!(decide(&p, &ctx(Outcome::Status(500))), Verdict::Deny(DenyReason::NotRetryable));
         // A timeout on a non-idempotent operation without a key is unsafe…
-        assert_eq!(decide(&p, &ctx(Outcome::Timeout)), Decision::Deny(DenyReason::Unsafe));
+        assert_eq!(decide(&p, &ctx(Outcome::Timeout)), Verdict::Deny(DenyReason::Unsafe));
         // …but safe with a key, or when the operation is idempotent.
         assert_eq!(
             decide(&p, &RetryContext { key_sent: true, ..ctx(Outcome::Timeout) }),
-            Decision::Retry { wait: 50 * MS }
+            Verdict::Retry { wait: 50 * MS }
         );
         // 503 proves nothing executed.
-        assert_eq!(decide(&p, &ctx(Outcome::Status(503))), Decision::Retry { wait: 50 * MS });
+        assert_eq!(decide(&p, &ctx(Outcome::Status(503))), Verdict::Retry { wait: 50 * MS });
         let spent = RetryContext { attempts_made: 3, ..ctx(Outcome::Status(503)) };
-        assert_eq!(decide(&p, &spent), Decision::Deny(DenyReason::Attempts));
+        assert_eq!(decide(&p, &spent), Verdict::Deny(DenyReason::Attempts));
         let open = RetryContext { breaker_closed: false, ..ctx(Outcome::Status(503)) };
-        assert_eq!(decide(&p, &open), Decision::Deny(DenyReason::BreakerOpen));
+        assert_eq!(decide(&p, &open), Verdict::Deny(DenyReason::BreakerOpen));
         let broke = RetryContext { budget_grants: false, ..ctx(Outcome::Status(503)) };
-        assert_eq!(decide(&p, &broke), Decision::Deny(DenyReason::Budget));
+        assert_eq!(decide(&p, &broke), Verdict::Deny(DenyReason::Budget));
     }
 
     #[test]
     fn retry_after_longer_than_the_deadline_gives_up_at_once() {
         let p = policy();
         let c = RetryContext { retry_after: Some(2000 * MS), ..ctx(Outcome::Status(503)) };
-        assert_eq!(decide(&p, &c), Decision::Deny(DenyReason::RetryAfterTooLong));
+        assert_eq!(decide(&p, &c), Verdict::Deny(DenyReason::RetryAfterTooLong));
         let c = RetryContext { retry_after: Some(950 * MS), ..ctx(Outcome::Status(503)) };
-        assert_eq!(decide(&p, &c), Decision::Deny(DenyReason::Deadline));
+        assert_eq!(decide(&p, &c), Verdict::Deny(DenyReason::Deadline));
         let c = RetryContext { retry_after: Some(200 * MS), ..ctx(Outcome::Status(503)) };
-        assert_eq!(decide(&p, &c), Decision::Retry { wait: 200 * MS });
+        assert_eq!(decide(&p, &c), Verdict::Retry { wait: 200 * MS });
         let ignoring = Policy { respect_retry_after: false, ..policy() };
         let c = RetryContext { retry_after: Some(2000 * MS), ..ctx(Outcome::Status(503)) };
-        assert_eq!(decide(&ignoring, &c), Decision::Retry { wait: 50 * MS });
+        assert_eq!(decide(&ignoring, &c), Verdict::Retry { wait: 50 * MS });
     }
 
     #[test]
     fn max_retry_after_never_lifts_the_limit() {
         let unlimited = Policy { max_retry_after: Some(NEVER), deadline: NEVER, ..policy() };
         let c = RetryContext { retry_after: Some(2000 * MS), deadline_at: NEVER, ..ctx(Outcome::Status(503)) };
-        assert_eq!(decide(&unlimited, &c), Decision::Retry { wait: 2000 * MS });
+        assert_eq!(decide(&unlimited, &c), Verdict::Retry { wait: 2000 * MS });
         let capped = Policy { max_retry_after: Some(1500 * MS), deadline: NEVER, ..policy() };
-        assert_eq!(decide(&capped, &c), Decision::Deny(DenyReason::RetryAfterTooLong));
+        assert_eq!(decide(&capped, &c), Verdict::Deny(DenyReason::RetryAfterTooLong));
     }
 
     #[test]
@@ -226,15 +226,15 @@ mod tests {
             backoff_wait: 300 * MS,
             ..ctx(Outcome::Status(503))
         };
-        assert_eq!(decide(&p, &c(100)), Decision::Retry { wait: 300 * MS }, "never below the backoff");
-        assert_eq!(decide(&p, &c(2000)), Decision::Retry { wait: 2000 * MS });
-        assert_eq!(decide(&p, &c(60_000)), Decision::Retry { wait: 5300 * MS }, "at most backoff + 5 s");
+        assert_eq!(decide(&p, &c(100)), Verdict::Retry { wait: 300 * MS }, "never below the backoff");
+        assert_eq!(decide(&p, &c(2000)), Verdict::Retry { wait: 2000 * MS });
+        assert_eq!(decide(&p, &c(60_000)), Verdict::Retry { wait: 5300 * MS }, "at most backoff + 5 s");
     }
 
     #[test]
     fn min_attempt_time_counts_against_the_deadline() {
         let p = Policy { min_attempt_time: 900 * MS, ..policy() };
-        assert_eq!(decide(&p, &ctx(Outcome::Status(503))), Decision::Deny(DenyReason::Deadline));
+        assert_eq!(decide(&p, &ctx(Outcome::Status(503))), Verdict::Deny(DenyReason::Deadline));
     }
 
     #[test]

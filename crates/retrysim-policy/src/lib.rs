@@ -1,90 +1,148 @@
-//! retrysim-policy: the retry policy file of retrysim
-//! and the decision it describes — the retry decision in its order,
-//! backoff and jitter, retry budgets, circuit breakers, client-side
-//! throttles and the hedging clock — for the simulator and for production
-//! code alike, so that what was simulated is what ships.
+//! The retry policy of retrysim (a simulator of retries under overload) as
+//! a runtime for production code: load a policy file or build one in code,
+//! and run its whole decision — which outcomes are retried and in what
+//! order of checks, backoff and jitter, Retry-After, per-try timeouts and
+//! deadlines, retry budgets, circuit breakers, client-side throttles and
+//! hedged requests — with the same code the simulator runs.
 //!
-//! Nothing here reads a clock or draws a random number on its own: every
-//! method takes `now` (nanoseconds since any fixed origin) and every random
-//! draw is a uniform number in (0, 1) that the caller supplies ([`Random`]).
+//! The decision is a small state machine: it never reads a clock or draws
+//! a random number on its own. Every step takes the [`Instant`](std::time::Instant)
+//! it happens at, waits and timeouts are [`Duration`]s, and the random
+//! draws come from a [`Random`] source you choose (seed it for tests).
 //!
-//! Production code loads a policy with [`Policy::load`], keeps one
-//! [`Shared`] per client (the budget, breaker and throttle that many calls
-//! share) and one [`RetryState`] per call:
+//! - [`Policy`]: [`Policy::load`] a file, [`Policy::from_toml`], or
+//!   [`Policy::builder`]; errors are [`PolicyError`]s that name the field.
+//! - [`Shared`]: one per client instance — the policy and the budget,
+//!   breaker, throttle and hedging clock its calls share.
+//! - [`RetryState`]: one call, step by step ([`Admit`] before each
+//!   attempt, [`Decision`] after each outcome); [`HedgedState`] for a
+//!   policy with `[hedging]`.
+//! - [`retry`] / [`retry_with`]: the loop for blocking code.
+//! - Feature `tower`: `tower::RetryLayer` and `tower::HedgeLayer` wrap any
+//!   tower `Service` (reqwest, tonic, hyper clients).
 //!
-//! ```no_run
-//! use retrysim_policy::{Admit, Decision, Outcome, Policy, RetryState, Shared};
-//! let policy = Policy::load("policies/grpc-default.toml".as_ref())?;
-//! let shared = Shared::new(&policy); // one per client, cloned into every call
-//! let mut call = RetryState::new(&policy, shared.clone(), shared.now(), retrysim_policy::SplitMix::from_time());
-//! loop {
-//!     match call.before_attempt(shared.now()) {
-//!         Ok(Admit::Send { timeout: _ }) => {}
-//!         Ok(Admit::Wait(wait)) => {
-//!             std::thread::sleep(std::time::Duration::from_nanos(wait));
-//!             continue;
-//!         }
-//!         Err(_reason) => break, // refused locally: breaker open, throttled
+//! One call, driven by hand:
+//!
+//! ```
+//! use retrysim_policy::{Admit, Decision, Outcome, Policy, Shared, SplitMix};
+//! use std::time::{Duration, Instant};
+//!
+//! let policy = Policy::builder()
+//!     .max_attempts(3)
+//!     .per_try_timeout(Duration::from_millis(200))
+//!     .retry_on(["503"])
+//!     .build()?;
+//! let client = Shared::new(policy); // one per client, cloned into every call
+//! let mut call = client.call(Instant::now(), SplitMix::new(7));
+//! let mut answers = [503, 503, 200].into_iter();
+//! let ended = loop {
+//!     match call.before_attempt(Instant::now()) {
+//!         Ok(Admit::Send { timeout }) => assert_eq!(timeout, Some(Duration::from_millis(200))),
+//!         Ok(Admit::Wait(wait)) => { std::thread::sleep(wait); continue; }
+//!         Ok(_) => unreachable!("a later version's admission"),
+//!         Err(refused) => break Err(refused), // breaker open, or throttled
 //!     }
-//!     let outcome = Outcome::Status(503); // send the request here, within `timeout`
-//!     match call.after_outcome(outcome, shared.now(), None) {
-//!         Decision::Retry { wait } => std::thread::sleep(std::time::Duration::from_nanos(wait)),
-//!         _ => break,
+//!     // Send the request here, giving it up after `timeout`.
+//!     let outcome = match answers.next() { Some(200) => Outcome::Ok, Some(code) => Outcome::Status(code), None => Outcome::Timeout };
+//!     match call.after_outcome(outcome, Instant::now(), None) {
+//!         Decision::Done => break Ok(call.attempts()),
+//!         Decision::Retry { wait } => std::thread::sleep(wait),
+//!         Decision::GiveUp(reason) => break Err(reason),
+//!         _ => unreachable!("a later version's decision"),
 //!     }
-//! }
-//! # Ok::<(), retrysim_policy::InputError>(())
+//! };
+//! assert_eq!(ended, Ok(3));
+//! # Ok::<(), retrysim_policy::PolicyError>(())
 //! ```
 //!
-//! [`retry()`] wraps that loop for blocking code; behind the `tower` feature,
-//! `tower::RetryLayer` wraps any `tower` service, and `tower::HedgeLayer`
-//! hedges one under a policy with `[hedging]` (the steps of
-//! [`HedgedState`]). Three example clients
-//! run under a policy file (`docs/vectors.md`, "Examples"), each proven by
-//! a test of the same name against a scripted server on 127.0.0.1:
+//! Three example clients run under a policy file, each proven by a test of
+//! the same name against a scripted server on 127.0.0.1:
 //!
 //! ```sh
 //! cargo run -p retrysim-policy --example http_get -- policies/aws-standard.toml 127.0.0.1:8080
 //! cargo run -p retrysim-policy --features tower --example reqwest_client -- policies/tuned-example.toml http://127.0.0.1:8080/
 //! cargo run -p retrysim-policy --features tower --example tonic_client -- policies/grpc-default.toml http://127.0.0.1:50051
 //! ```
+//!
+//! The modules hidden from these docs are retrysim's own plumbing (the
+//! file format's parts, the nanosecond clock its simulator runs on); they
+//! are not part of the crate's stable API.
 
+#![deny(missing_docs)]
+
+#[doc(hidden)]
 pub mod backoff;
+#[doc(hidden)]
 pub mod breaker;
+#[doc(hidden)]
 pub mod budget;
+mod builder;
+#[doc(hidden)]
 pub mod call;
+#[doc(hidden)]
 pub mod decision;
+#[doc(hidden)]
 pub mod error;
+#[doc(hidden)]
 pub mod file;
+#[doc(hidden)]
 pub mod hedge;
 pub mod hedged;
+#[doc(hidden)]
 pub mod load;
+#[doc(hidden)]
 pub mod messages;
+#[doc(hidden)]
 pub mod outcome;
+#[doc(hidden)]
 pub mod random;
+#[doc(hidden)]
 pub mod raw;
-pub mod retry;
+mod retry;
+#[doc(hidden)]
 pub mod state;
+#[doc(hidden)]
 pub mod throttle;
+#[doc(hidden)]
 pub mod time;
 #[cfg(feature = "tower")]
 pub mod tower;
+#[doc(hidden)]
 pub mod units;
+#[doc(hidden)]
 pub mod validate;
 #[cfg(feature = "vectors")]
 pub mod vectors;
 
-pub use backoff::{Backoff, BackoffKind, Jitter};
+#[doc(hidden)]
+pub use backoff::Backoff;
+pub use backoff::{BackoffKind, Jitter};
+pub use builder::PolicyBuilder;
+#[doc(hidden)]
 pub use call::{CallState, Gate, Guards, Lent, first_allowed};
-pub use decision::{DenyReason, RetryContext, decide};
+pub use decision::DenyReason;
+#[doc(hidden)]
+pub use decision::{RetryContext, decide};
+#[doc(hidden)]
 pub use error::{InputError, InputResult};
+pub use error::{PolicyError, PolicyErrorKind};
 pub use hedged::HedgedState;
-pub use outcome::{Outcome, RetryOn};
+pub use outcome::Outcome;
+#[doc(hidden)]
+pub use outcome::RetryOn;
 pub use random::{Random, SplitMix};
 pub use retry::{Attempt, Failure, RetryError, retry, retry_with};
 pub use state::{Admit, Decision, RetryState, Shared};
+use std::time::Duration;
+#[doc(hidden)]
 pub use time::{NEVER, Nanos};
 
-/// A validated retry policy, as a policy file describes it.
+/// A validated retry policy, as a policy file describes it: read one with
+/// [`Policy::load`] or [`Policy::from_toml`], or build one with
+/// [`Policy::builder`]. The times are read with the methods of the same
+/// names ([`Policy::per_try_timeout`], [`Policy::deadline`], ...); the
+/// sections (backoff, budget, breaker, throttle, hedging) are written out
+/// whole by [`Policy::to_toml`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
     /// Display name (`name` in the file, else the file stem or "inline").
@@ -92,12 +150,16 @@ pub struct Policy {
     /// Attempts including the first; 1 means no retries.
     pub max_attempts: u32,
     /// The caller abandons one attempt after this ([`NEVER`] = no per-try timeout).
+    #[doc(hidden)]
     pub per_try_timeout: Nanos,
     /// Total time for the intent ([`NEVER`] = none).
+    #[doc(hidden)]
     pub deadline: Nanos,
     /// Do not start an attempt with less deadline left than this.
+    #[doc(hidden)]
     pub min_attempt_time: Nanos,
     /// Which outcomes may be retried.
+    #[doc(hidden)]
     pub retry_on: RetryOn,
     /// Retry outcomes that may have executed on non-idempotent operations sent without a key.
     pub retry_unknown_without_key: bool,
@@ -105,21 +167,28 @@ pub struct Policy {
     pub respect_retry_after: bool,
     /// Give up instead of waiting longer than this: `None` = the deadline,
     /// [`NEVER`] (`"never"`) = no limit.
+    #[doc(hidden)]
     pub max_retry_after: Option<Nanos>,
     /// The wait between attempts.
+    #[doc(hidden)]
     pub backoff: Backoff,
     /// The retry budget, if any.
+    #[doc(hidden)]
     pub budget: Option<budget::BudgetSpec>,
     /// The circuit breaker (per client instance), if any.
+    #[doc(hidden)]
     pub breaker: Option<breaker::BreakerSpec>,
     /// Hedged requests instead of retries, if any.
+    #[doc(hidden)]
     pub hedging: Option<hedge::HedgeSpec>,
     /// Adaptive client-side throttling before every attempt, if any.
+    #[doc(hidden)]
     pub throttle: Option<throttle::ThrottleSpec>,
     /// A per-try timeout or the deadline cancels the attempt at the server.
     pub cancel_on_timeout: bool,
     /// A respected Retry-After is clamped to [backoff, backoff + this] (the
     /// AWS SDKs: 5 s); `None` = the Retry-After as it is.
+    #[doc(hidden)]
     pub retry_after_clamp: Option<Nanos>,
 }
 
@@ -148,8 +217,47 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// The worst-case time an intent can take under this policy, if bounded:
+    /// The policy as a policy file (every field explicit, durations with
+    /// units) that [`Policy::from_toml`] reads back to the same policy.
+    pub fn to_toml(&self) -> String {
+        file::to_toml(self)
+    }
+
+    /// Give up one attempt after this long; `None` = no per-try timeout.
+    pub fn per_try_timeout(&self) -> Option<Duration> {
+        time::duration(self.per_try_timeout)
+    }
+
+    /// The time a whole call may take, waits included; `None` = no deadline.
+    pub fn deadline(&self) -> Option<Duration> {
+        time::duration(self.deadline)
+    }
+
+    /// No attempt starts with less deadline left than this.
+    pub fn min_attempt_time(&self) -> Duration {
+        Duration::from_nanos(self.min_attempt_time)
+    }
+
+    /// The longest Retry-After the policy waits before it gives up instead:
+    /// `Some(None)` waits any Retry-After, `None` waits one that fits in the
+    /// deadline.
+    pub fn max_retry_after(&self) -> Option<Option<Duration>> {
+        self.max_retry_after.map(time::duration)
+    }
+
+    /// A respected Retry-After is clamped to `[backoff, backoff + this]`.
+    pub fn retry_after_clamp(&self) -> Option<Duration> {
+        self.retry_after_clamp.map(Duration::from_nanos)
+    }
+
+    /// The worst-case time a call can take under this policy, if bounded:
     /// the deadline, else attempts × per-try timeout plus the longest waits.
+    pub fn worst_case(&self) -> Option<Duration> {
+        self.retry_window().and_then(time::duration)
+    }
+
+    /// [`Policy::worst_case`] on the nanosecond clock.
+    #[doc(hidden)]
     pub fn retry_window(&self) -> Option<Nanos> {
         if let Some(h) = &self.hedging {
             // Hedges run side by side: the last copy starts after its delays.

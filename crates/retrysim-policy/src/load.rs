@@ -2,7 +2,7 @@
 //! refused with their field path, then validation.
 
 use crate::Policy;
-use crate::error::{InputError, InputResult};
+use crate::error::{InputError, InputResult, PolicyErrorKind};
 use crate::messages;
 use crate::raw::PolicyRaw;
 use std::io::Read;
@@ -33,14 +33,16 @@ impl Policy {
 /// Reads a policy file: its table (with `name` filled from the file stem)
 /// and the validated policy. Errors name the file as `shown`.
 pub fn read(path: &Path, shown: &str) -> InputResult<(Table, Policy)> {
-    let text = read_text(path).map_err(|e| InputError::file(shown, format!("cannot read the policy file: {e}")))?;
+    let text = read_text(path)
+        .map_err(|e| InputError::new(PolicyErrorKind::Read, shown, format!("cannot read the policy file: {e}")))?;
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "policy".into());
     parse(&text, shown, &stem)
 }
 
 fn parse(text: &str, shown: &str, stem: &str) -> InputResult<(Table, Policy)> {
-    let mut table: Table =
-        text.parse().map_err(|e| InputError::file(shown, format!("not valid TOML: {}", messages::toml_error(&e))))?;
+    let mut table: Table = text.parse().map_err(|e| {
+        InputError::new(PolicyErrorKind::Syntax, shown, format!("not valid TOML: {}", messages::toml_error(&e)))
+    })?;
     if let Some(at) = table.iter().find_map(|(k, v)| datetime_in(v, k)) {
         return Err(InputError::field(shown, at, DATETIME));
     }
@@ -51,8 +53,13 @@ fn parse(text: &str, shown: &str, stem: &str) -> InputResult<(Table, Policy)> {
     let raw: PolicyRaw =
         serde_path_to_error::deserialize(value.clone()).map_err(|e: serde_path_to_error::Error<toml::de::Error>| {
             let path = pretty_path(&value, e.path());
-            let msg = messages::plain(e.inner().message());
-            if path.is_empty() { InputError::file(shown, msg) } else { InputError::field(shown, path, msg) }
+            let kind = if e.inner().message().starts_with("unknown field") {
+                PolicyErrorKind::UnknownField
+            } else {
+                PolicyErrorKind::Invalid
+            };
+            let err = InputError::new(kind, shown, messages::plain(e.inner().message()));
+            if path.is_empty() { err } else { err.at(path) }
         })?;
     let policy = crate::validate::policy(&raw, shown, "")?;
     Ok((table, policy))

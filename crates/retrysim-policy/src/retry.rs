@@ -4,20 +4,20 @@
 //! ```no_run
 //! use retrysim_policy::{Failure, Outcome, Policy, retry};
 //! let policy = Policy::load("policies/aws-standard.toml".as_ref())?;
-//! let answer: Result<String, _> = retry(&policy, |attempt| {
+//! let answer: Result<String, _> = retry(policy, |attempt| {
 //!     // Send the request, giving it up after `attempt.timeout`.
 //!     Err(Failure::new(Outcome::Status(503), "busy"))
 //! });
-//! # Ok::<(), retrysim_policy::InputError>(())
+//! # Ok::<(), retrysim_policy::PolicyError>(())
 //! ```
 
 use crate::decision::DenyReason;
 use crate::random::{Random, SplitMix};
-use crate::state::{Admit, Decision, RetryState, Shared};
-use crate::time::{NEVER, Nanos};
+use crate::state::{Admit, Decision, Shared};
 use crate::{Outcome, Policy};
 use std::fmt;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// What one attempt is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,54 +76,51 @@ impl<E: fmt::Debug> fmt::Display for RetryError<E> {
 
 impl<E: fmt::Debug> std::error::Error for RetryError<E> {}
 
-fn nanos(d: Duration) -> Nanos {
-    d.as_nanos().min(u128::from(NEVER - 1)) as Nanos
-}
-
 /// Calls `call` until it succeeds or the policy gives up, with fresh
 /// shared state (no budget or breaker history). Use [`retry_with`] to share
 /// a client's budget, breaker and throttle across calls.
-pub fn retry<T, E>(policy: &Policy, call: impl FnMut(&Attempt) -> Result<T, Failure<E>>) -> Result<T, RetryError<E>> {
-    retry_with(policy, &Shared::new(policy), SplitMix::from_time(), call)
+pub fn retry<T, E>(
+    policy: impl Into<Arc<Policy>>,
+    call: impl FnMut(&Attempt) -> Result<T, Failure<E>>,
+) -> Result<T, RetryError<E>> {
+    retry_with(&Shared::new(policy), SplitMix::from_time(), call)
 }
 
-/// [`retry`] with a client's shared state and a random source, on the
-/// clock of `shared` ([`Shared::now`]).
+/// [`retry`] with a client's shared state (its policy, budget, breaker and
+/// throttle) and a random source.
 pub fn retry_with<T, E, R: Random>(
-    policy: &Policy,
     shared: &Shared,
     rng: R,
     mut call: impl FnMut(&Attempt) -> Result<T, Failure<E>>,
 ) -> Result<T, RetryError<E>> {
-    let mut state = RetryState::new(policy, shared.clone(), shared.now(), rng);
+    let mut state = shared.call(Instant::now(), rng);
     let mut last: Option<Failure<E>> = None;
     loop {
-        let timeout = match state.before_attempt(shared.now()) {
+        let timeout = match state.before_attempt(Instant::now()) {
             Ok(Admit::Send { timeout }) => timeout,
             Ok(Admit::Wait(wait)) => {
-                std::thread::sleep(Duration::from_nanos(wait));
+                std::thread::sleep(wait);
                 continue;
             }
             Err(reason) => return Err(RetryError { reason, attempts: state.attempts(), last }),
         };
-        let attempt =
-            Attempt { number: state.attempts(), timeout: (timeout != NEVER).then(|| Duration::from_nanos(timeout)) };
+        let attempt = Attempt { number: state.attempts(), timeout };
         let (outcome, retry_after) = match call(&attempt) {
             Ok(value) => {
-                let _ = state.after_outcome(Outcome::Ok, shared.now(), None);
+                let _ = state.after_outcome(Outcome::Ok, Instant::now(), None);
                 return Ok(value);
             }
             Err(f) => {
-                let o = (f.outcome, f.retry_after.map(nanos));
+                let o = (f.outcome, f.retry_after);
                 last = Some(f);
                 o
             }
         };
-        match state.after_outcome(outcome, shared.now(), retry_after) {
-            // Only a success ends as Done, and a success returned above.
-            Decision::Done => {}
-            Decision::Retry { wait } => std::thread::sleep(Duration::from_nanos(wait)),
+        match state.after_outcome(outcome, Instant::now(), retry_after) {
+            Decision::Retry { wait } => std::thread::sleep(wait),
             Decision::GiveUp(reason) => return Err(RetryError { reason, attempts: state.attempts(), last }),
+            // Only a success ends as Done, and a success returned above.
+            _ => {}
         }
     }
 }

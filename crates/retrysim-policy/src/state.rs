@@ -1,23 +1,23 @@
-//! The policy at run time in production: [`Shared`] holds what many calls
-//! of one client share (the budget, the circuit breaker, the client-side
-//! throttle) behind one lock; [`RetryState`] is one call: its
-//! [`CallState`], the shared handle and a random source. The steps and
+//! The policy at run time in production: [`Shared`] holds the policy and
+//! what many calls of one client share (the budget, the circuit breaker,
+//! the client-side throttle) behind one lock; [`RetryState`] is one call:
+//! its [`CallState`], the shared handle and a random source. The steps and
 //! their order are [`crate::call`]'s, the same the simulator takes.
 
 use crate::breaker::{Breaker, BreakerState};
 use crate::budget::Budget;
-pub use crate::call::Decision;
-use crate::call::{CallState, Gate, Guards, first_allowed};
+use crate::call::{self, CallState, Gate, Guards, first_allowed};
 use crate::decision::DenyReason;
 use crate::hedge::Hedger;
 use crate::random::Random;
 use crate::throttle::Throttle;
-use crate::time::{NEVER, Nanos};
+use crate::time::{Nanos, duration, nanos};
 use crate::{Outcome, Policy};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What a client's calls share.
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct SharedState {
     /// The retry budget, if the policy has one.
@@ -48,81 +48,150 @@ impl Guards for SharedState {
     }
 }
 
-/// The handle to a client's shared state: clone it into every call. One
-/// per client instance; a `scope = "shared"` budget or throttle is shared
-/// by giving every instance of the class clones of one handle.
+/// A client's policy and the state its calls share: clone it into every
+/// call. One per client instance; a `scope = "shared"` budget or throttle
+/// is shared by giving every instance of the class clones of one handle.
 ///
-/// Times given to the state are nanoseconds since one origin, the same for
-/// every call that shares it: [`Shared::now`] reads them from the handle's
-/// own monotonic clock, or the caller injects its own.
+/// Cloning is cheap (two reference counts) and every clone sees the same
+/// budget, breaker, throttle and hedging clock. Times are [`Instant`]s;
+/// the state measures them from the handle's origin ([`Shared::origin`]),
+/// so an instant before it counts as the origin itself.
 #[derive(Debug, Clone)]
 pub struct Shared {
+    policy: Arc<Policy>,
     inner: Arc<Mutex<SharedState>>,
     origin: Instant,
 }
 
 impl Shared {
-    /// Fresh shared state for `policy`; its origin (time 0) is now.
-    pub fn new(policy: &Policy) -> Self {
+    /// Fresh shared state for `policy`; its origin is now.
+    pub fn new(policy: impl Into<Arc<Policy>>) -> Self {
+        Self::with_origin(policy, Instant::now())
+    }
+
+    /// Fresh shared state for `policy` with the given origin (tests that
+    /// replay times exactly build instants as `origin + offset`).
+    pub fn with_origin(policy: impl Into<Arc<Policy>>, origin: Instant) -> Self {
+        let policy = policy.into();
         let state = SharedState {
             budget: policy.budget.map(|b| Budget::new(b.kind)),
             breaker: policy.breaker.map(Breaker::new),
             throttle: policy.throttle.as_ref().map(Throttle::new),
             hedger: policy.hedging.as_ref().map(Hedger::new),
         };
-        Self { inner: Arc::new(Mutex::new(state)), origin: Instant::now() }
+        Self { policy, inner: Arc::new(Mutex::new(state)), origin }
     }
 
-    /// Nanoseconds since the handle was created, by the monotonic clock.
-    pub fn now(&self) -> Nanos {
-        self.origin.elapsed().as_nanos().min(u128::from(NEVER - 1)) as Nanos
+    /// The policy.
+    pub fn policy(&self) -> &Arc<Policy> {
+        &self.policy
     }
 
-    /// Locks the state (a poisoned lock is taken over: the state is plain data).
-    pub fn lock(&self) -> MutexGuard<'_, SharedState> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    /// The instant times are measured from.
+    pub fn origin(&self) -> Instant {
+        self.origin
     }
 
-    /// The budget's tokens or quota left (token bucket and quota).
+    /// A new call starting at `now` (on an idempotent operation; see
+    /// [`RetryState::operation`]).
+    pub fn call<R: Random>(&self, now: Instant, rng: R) -> RetryState<R> {
+        RetryState::new(self.clone(), now, rng)
+    }
+
+    /// The budget's tokens or quota left (token bucket and quota budgets).
     pub fn budget_level(&self) -> Option<f64> {
         self.lock().budget.as_ref().and_then(Budget::level)
     }
 
-    /// The breaker's state at `now`.
-    pub fn breaker_state(&self, now: Nanos) -> Option<BreakerState> {
-        self.lock().breaker.as_mut().map(|b| b.state(now))
+    /// Whether the breaker refuses new calls at `now` (`None`: the policy
+    /// has no breaker).
+    pub fn breaker_open(&self, now: Instant) -> Option<bool> {
+        self.breaker_state(now).map(|s| matches!(s, BreakerState::Open { .. }))
+    }
+
+    /// The breaker's state at `now`, on the state's nanosecond clock.
+    #[doc(hidden)]
+    pub fn breaker_state(&self, now: Instant) -> Option<BreakerState> {
+        let t = self.at(now);
+        self.lock().breaker.as_mut().map(|b| b.state(t))
+    }
+
+    /// Locks the state (a poisoned lock is taken over: the state is plain data).
+    #[doc(hidden)]
+    pub fn lock(&self) -> MutexGuard<'_, SharedState> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `now` on the state's clock.
+    pub(crate) fn at(&self, now: Instant) -> Nanos {
+        nanos(now.saturating_duration_since(self.origin))
+    }
+
+    /// The instant `t` on the state's clock.
+    pub(crate) fn instant(&self, t: Nanos) -> Instant {
+        self.origin + Duration::from_nanos(t)
     }
 }
 
 /// What to do before an attempt.
 #[must_use = "the decision says what the caller must do next"]
+#[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admit {
-    /// Send the attempt now and give it up after `timeout` ([`NEVER`] = no timeout).
+    /// Send the attempt now and give it up after `timeout`.
     Send {
-        /// The per-try timeout clipped to the deadline left.
-        timeout: Nanos,
+        /// The per-try timeout clipped to the deadline left; `None` = wait as
+        /// long as it takes.
+        timeout: Option<Duration>,
     },
     /// The throttle holds a token for it: wait this long, then call
     /// [`RetryState::before_attempt`] again.
-    Wait(Nanos),
+    Wait(Duration),
 }
 
-/// One call's retry state: its [`CallState`], run against the client's
-/// [`Shared`] state and a random source.
-pub struct RetryState<'p, R: Random> {
-    policy: &'p Policy,
+/// What the caller does after an attempt's outcome.
+#[must_use = "the decision says what the caller must do next"]
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The call succeeded.
+    Done,
+    /// Retry after waiting this long (then [`RetryState::before_attempt`]).
+    Retry {
+        /// The wait: backoff with jitter, or the server's Retry-After.
+        wait: Duration,
+    },
+    /// Give up with the last outcome, for this reason.
+    GiveUp(DenyReason),
+}
+
+impl Decision {
+    /// The decision of the nanosecond steps, in public units.
+    pub(crate) fn from_next(next: call::Next) -> Self {
+        match next {
+            call::Next::Done => Decision::Done,
+            call::Next::Retry { wait } => Decision::Retry { wait: Duration::from_nanos(wait) },
+            call::Next::GiveUp(reason) => Decision::GiveUp(reason),
+        }
+    }
+}
+
+/// One call's retry state: its own attempts and deadline, run against the
+/// client's [`Shared`] state and a random source. It owns what it needs
+/// (`'static` when `R` is), so it can live in a spawned future.
+pub struct RetryState<R: Random> {
     shared: Shared,
     draws: Draws<R>,
     call: CallState,
 }
 
-impl<'p, R: Random> RetryState<'p, R> {
+impl<R: Random> RetryState<R> {
     /// A call starting at `now` on an idempotent operation; its deadline is
-    /// `now + policy.deadline`.
-    pub fn new(policy: &'p Policy, shared: Shared, now: Nanos, rng: R) -> Self {
-        let call = CallState::new(CallState::deadline_from(policy, now), now, true, false);
-        Self { policy, shared, draws: Draws::new(rng), call }
+    /// `now` plus the policy's deadline.
+    pub fn new(shared: Shared, now: Instant, rng: R) -> Self {
+        let t = shared.at(now);
+        let call = CallState::new(CallState::deadline_from(&shared.policy, t), t, true, false);
+        Self { shared, draws: Draws::new(rng), call }
     }
 
     /// Declares the operation: idempotent or not, and whether an
@@ -133,9 +202,9 @@ impl<'p, R: Random> RetryState<'p, R> {
         self
     }
 
-    /// The call's absolute deadline ([`NEVER`] = none).
-    pub fn deadline_at(&self) -> Nanos {
-        self.call.deadline_at
+    /// The call's deadline, if it has one.
+    pub fn deadline(&self) -> Option<Instant> {
+        duration(self.call.deadline_at).map(|d| self.shared.origin + d)
     }
 
     /// Attempts sent so far.
@@ -143,7 +212,8 @@ impl<'p, R: Random> RetryState<'p, R> {
         self.call.attempts
     }
 
-    /// The call's own state.
+    /// The call's own state, on the shared state's nanosecond clock.
+    #[doc(hidden)]
     pub fn call(&self) -> &CallState {
         &self.call
     }
@@ -161,23 +231,27 @@ impl<'p, R: Random> RetryState<'p, R> {
     /// Before each attempt (the first, and each retry after its wait):
     /// whether and when it may go. `Err` ends the call: the breaker is open
     /// (first attempt) or the throttle refused it.
-    pub fn before_attempt(&mut self, now: Nanos) -> Result<Admit, DenyReason> {
+    pub fn before_attempt(&mut self, now: Instant) -> Result<Admit, DenyReason> {
+        let t = self.shared.at(now);
         let shared = self.shared.clone();
         let mut s = shared.lock();
         let s = &mut *s;
         let first = self.call.attempts == 0;
-        match gate_attempt(&mut self.call, self.policy, s, now, first, &mut self.draws)? {
-            Some(wait) => Ok(Admit::Wait(wait)),
-            None => Ok(Admit::Send { timeout: self.call.on_send(self.policy, s, now) }),
+        match gate_attempt(&mut self.call, &shared.policy, s, t, first, &mut self.draws)? {
+            Some(wait) => Ok(Admit::Wait(Duration::from_nanos(wait))),
+            None => Ok(Admit::Send { timeout: duration(self.call.on_send(&shared.policy, s, t)) }),
         }
     }
 
     /// After each attempt: its outcome at `now` (a timeout when the caller
     /// gave up at the attempt's timeout) and the server's Retry-After, if any.
-    pub fn after_outcome(&mut self, outcome: Outcome, now: Nanos, retry_after: Option<Nanos>) -> Decision {
+    pub fn after_outcome(&mut self, outcome: Outcome, now: Instant, retry_after: Option<Duration>) -> Decision {
+        let t = self.shared.at(now);
         let shared = self.shared.clone();
         let mut s = shared.lock();
-        self.call.after_outcome(self.policy, &mut *s, outcome, now, retry_after, self.draws.draw())
+        let next =
+            self.call.after_outcome(&shared.policy, &mut *s, outcome, t, retry_after.map(nanos), self.draws.draw());
+        Decision::from_next(next)
     }
 }
 
@@ -227,5 +301,33 @@ pub(crate) fn gate_attempt<R: Random>(
         Gate::Send => Ok(None),
         Gate::Wait(wait) => Ok(Some(wait)),
         Gate::Refuse { .. } => Err(DenyReason::Throttled),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SplitMix;
+
+    #[test]
+    fn a_call_owns_its_policy_and_moves_to_another_thread() {
+        let policy = Policy::builder()
+            .max_attempts(2)
+            .per_try_timeout(Duration::from_millis(100))
+            .retry_on(["503"])
+            .build()
+            .unwrap();
+        let shared = Shared::new(policy);
+        let start = Instant::now();
+        let mut call = shared.call(start, SplitMix::new(1));
+        // `thread::spawn` needs `Send + 'static`: the call borrows nothing.
+        let decision = std::thread::spawn(move || {
+            assert_eq!(call.before_attempt(start), Ok(Admit::Send { timeout: Some(Duration::from_millis(100)) }));
+            call.after_outcome(Outcome::Status(503), start + Duration::from_millis(5), None)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(decision, Decision::Retry { wait: Duration::ZERO });
+        assert_eq!(shared.breaker_open(start), None, "no breaker in this policy");
     }
 }

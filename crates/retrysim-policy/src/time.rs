@@ -46,6 +46,18 @@ pub fn nanos_f64(ns: Nanos) -> f64 {
     if ns <= i64::MAX as Nanos { ns as i64 as f64 } else { ns as f64 }
 }
 
+/// A [`Duration`](std::time::Duration) as nanoseconds, saturating below [`NEVER`].
+#[inline]
+pub(crate) fn nanos(d: std::time::Duration) -> Nanos {
+    d.as_nanos().min(u128::from(NEVER - 1)) as Nanos
+}
+
+/// Nanoseconds as a [`Duration`](std::time::Duration); `None` for [`NEVER`].
+#[inline]
+pub(crate) fn duration(ns: Nanos) -> Option<std::time::Duration> {
+    (ns != NEVER).then(|| std::time::Duration::from_nanos(ns))
+}
+
 /// Converts nanoseconds to seconds.
 #[inline]
 pub fn to_secs_f64(ns: Nanos) -> f64 {

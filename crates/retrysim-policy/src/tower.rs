@@ -1,6 +1,6 @@
 //! Behind the `tower` feature: a [`tower_layer::Layer`] (the trait `tower`
 //! re-exports as `tower::Layer`) that retries a [`tower_service::Service`]
-//! under a policy, with the decision of [`RetryState`], and one that hedges
+//! under a policy, with the decision of [`RetryState`](crate::RetryState), and one that hedges
 //! it ([`HedgeLayer`]).
 //!
 //! The layer does not pick an async runtime: it takes a `sleep` function
@@ -31,14 +31,14 @@
 //! answer wins, the others are dropped); `tests/tower_hedge.rs` proves it.
 
 use crate::decision::DenyReason;
-use crate::state::{Admit, Decision, RetryState, Shared};
-use crate::time::{NEVER, Nanos};
+use crate::state::{Admit, Decision, Shared};
 use crate::{Outcome, Policy};
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -89,8 +89,14 @@ pub struct RetryLayer<C, Z> {
 impl<C, Z> RetryLayer<C, Z> {
     /// A layer retrying under `policy`; `classify` names each attempt's
     /// outcome and Retry-After, `sleep` waits.
-    pub fn new(policy: Policy, classify: C, sleep: Z) -> Self {
-        Self { setup: Setup::new(policy, classify, sleep) }
+    pub fn new(policy: impl Into<Arc<Policy>>, classify: C, sleep: Z) -> Self {
+        Self::with_shared(Shared::new(policy), classify, sleep)
+    }
+
+    /// A layer whose calls share `shared` (its policy, budget, breaker and
+    /// throttle) with other layers or calls of the same client.
+    pub fn with_shared(shared: Shared, classify: C, sleep: Z) -> Self {
+        Self { setup: Setup::new(shared, classify, sleep) }
     }
 
     /// The same layer with reproducible jitter: the `k`-th call (counting
@@ -121,10 +127,6 @@ pub struct Retry<S, C, Z> {
     setup: Setup<C, Z>,
 }
 
-fn dur(ns: Nanos) -> Duration {
-    Duration::from_nanos(ns)
-}
-
 impl<S, Req, C, Z> Service<Req> for Retry<S, C, Z>
 where
     S: Service<Req> + Clone + Send + 'static,
@@ -149,14 +151,14 @@ where
         let (ready, mut svc) = take_ready(&mut self.inner);
         let mut first = Some(ready);
         let rng = self.setup.next_rng();
-        let Setup { policy, shared, classify, sleep, .. } = self.setup.clone();
+        let Setup { shared, classify, sleep, .. } = self.setup.clone();
         Box::pin(async move {
-            let mut state = RetryState::new(&policy, shared.clone(), shared.now(), rng);
+            let mut state = shared.call(Instant::now(), rng);
             loop {
-                let timeout = match state.before_attempt(shared.now()) {
+                let timeout = match state.before_attempt(Instant::now()) {
                     Ok(Admit::Send { timeout }) => timeout,
                     Ok(Admit::Wait(w)) => {
-                        sleep(dur(w)).await;
+                        sleep(w).await;
                         continue;
                     }
                     Err(reason) => return Err(RetryFailure::Refused(reason)),
@@ -168,15 +170,14 @@ where
                         svc.call(req.clone())
                     }
                 };
-                let result = race(attempt, (timeout != NEVER).then(|| sleep(dur(timeout)))).await;
+                let result = race(attempt, timeout.map(&sleep)).await;
                 let (outcome, retry_after) = match &result {
                     Some(r) => classify(r),
                     None => (Outcome::Timeout, None),
                 };
-                let ra = retry_after.map(|d| d.as_nanos().min(u128::from(NEVER - 1)) as Nanos);
-                match state.after_outcome(outcome, shared.now(), ra) {
-                    Decision::Retry { wait } => sleep(dur(wait)).await,
-                    Decision::Done | Decision::GiveUp(_) => {
+                match state.after_outcome(outcome, Instant::now(), retry_after) {
+                    Decision::Retry { wait } => sleep(wait).await,
+                    _ => {
                         return match result {
                             Some(r) => r.map_err(RetryFailure::Inner),
                             None => Err(RetryFailure::TimedOut),

@@ -5,11 +5,12 @@
 //! and by the Python implementation).
 
 use retrysim_policy::hedged::{Sent, Step};
-use retrysim_policy::{Admit, Decision, DenyReason, HedgedState, NEVER, Nanos, Outcome, Policy, RetryState, Shared};
+use retrysim_policy::{Admit, Decision, DenyReason, HedgedState, Outcome, Policy, RetryState, Shared};
 use serde_json::Value;
 use std::cell::Cell;
 use std::path::Path;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 fn outcome(text: &str) -> Outcome {
     match text {
@@ -34,12 +35,23 @@ impl retrysim_policy::Random for Tape {
     }
 }
 
-fn opt(ns: Nanos) -> Value {
-    if ns == NEVER { Value::Null } else { ns.into() }
+/// The vectors' times are nanoseconds from an origin; the API's are instants.
+fn at(origin: Instant, ns: u64) -> Instant {
+    origin + Duration::from_nanos(ns)
+}
+
+/// A duration as the vectors write it: nanoseconds.
+fn ns(d: Duration) -> Value {
+    u64::try_from(d.as_nanos()).expect("a duration the vectors can hold").into()
+}
+
+/// An optional duration as the vectors write it: nanoseconds, or null for none.
+fn opt(d: Option<Duration>) -> Value {
+    d.map_or(Value::Null, ns)
 }
 
 fn due(st: &HedgedState<Tape>) -> Value {
-    st.hedge_due_at().map_or(Value::Null, Value::from)
+    opt(st.hedge_due_at().map(|t| t.duration_since(st.shared().origin())))
 }
 
 fn hedge(h: &Option<Result<Sent, DenyReason>>) -> Value {
@@ -61,20 +73,28 @@ fn step_json(s: &Step, st: &HedgedState<Tape>) -> Value {
     v
 }
 
+/// What the hedging delay's end gives: a copy sent, or why none was.
+fn due_json(sent: &Result<Sent, DenyReason>, st: &HedgedState<Tape>) -> Value {
+    serde_json::json!({
+        "end": Value::Null, "hedge": hedge(&Some(*sent)), "given_up": [], "cancel": [], "hedge_due": due(st),
+    })
+}
+
 /// A hedged case (`"runtime": "hedged"`) through `HedgedState`.
 fn replay_hedged(case: &Value) -> Result<usize, String> {
     let policy = Policy::from_toml(case["policy"].as_str().unwrap(), "case").map_err(|e| e.to_string())?;
-    let shared = Shared::new(&policy);
+    let origin = Instant::now();
+    let shared = Shared::with_origin(policy, origin);
     let tape = Tape(Rc::new(Cell::new(f64::NAN)));
     let mut calls: Vec<HedgedState<Tape>> = Vec::new();
     let steps = case["steps"].as_array().unwrap();
     for (n, step) in steps.iter().enumerate() {
-        let now = step["now"].as_u64().unwrap();
+        let now = at(origin, step["now"].as_u64().unwrap());
         tape.0.set(step["draw"].as_f64().unwrap_or(f64::NAN));
         let copy = step["copy"].as_u64().unwrap_or(0) as u32;
         let got = match step["op"].as_str().unwrap() {
             "start" => {
-                calls.push(HedgedState::new(&policy, shared.clone(), now, tape.clone()).ok_or("a hedged policy")?);
+                calls.push(HedgedState::new(shared.clone(), now, tape.clone()).ok_or("a hedged policy")?);
                 continue;
             }
             op => {
@@ -84,12 +104,13 @@ fn replay_hedged(case: &Value) -> Result<usize, String> {
                         Ok(Admit::Send { timeout }) => {
                             serde_json::json!({ "admit": "send", "timeout": opt(timeout), "hedge_due": due(st) })
                         }
-                        Ok(Admit::Wait(w)) => serde_json::json!({ "admit": "wait", "wait": w }),
+                        Ok(Admit::Wait(w)) => serde_json::json!({ "admit": "wait", "wait": ns(w) }),
+                        Ok(other) => return Err(format!("step {n}: an admission the vectors lack: {other:?}")),
                         Err(r) => serde_json::json!({ "admit": "refuse", "reason": r.label() }),
                     },
                     "hedge_due" => {
-                        let s = Step { hedge: Some(st.on_hedge_due(now)), ..Step::default() };
-                        step_json(&s, st)
+                        let sent = st.on_hedge_due(now);
+                        due_json(&sent, st)
                     }
                     "copy_outcome" => {
                         let s = st.on_copy_outcome(copy, outcome(step["outcome"].as_str().unwrap()), now);
@@ -118,34 +139,35 @@ fn replay(case: &Value) -> Result<usize, String> {
         return replay_hedged(case);
     }
     let policy = Policy::from_toml(case["policy"].as_str().unwrap(), "case").map_err(|e| e.to_string())?;
-    let shared = Shared::new(&policy);
+    let origin = Instant::now();
+    let shared = Shared::with_origin(policy, origin);
     let tape = Tape(Rc::new(Cell::new(f64::NAN)));
     let mut calls: Vec<RetryState<Tape>> = Vec::new();
     let steps = case["steps"].as_array().unwrap();
     for (n, step) in steps.iter().enumerate() {
-        let now = step["now"].as_u64().unwrap();
+        let now = at(origin, step["now"].as_u64().unwrap());
         tape.0.set(step["draw"].as_f64().unwrap_or(f64::NAN));
         let got = match step["op"].as_str().unwrap() {
             "start" => {
-                let st = RetryState::new(&policy, shared.clone(), now, tape.clone())
+                let st = RetryState::new(shared.clone(), now, tape.clone())
                     .operation(step["idempotent"].as_bool().unwrap(), step["key_sent"].as_bool().unwrap());
                 calls.push(st);
                 continue;
             }
             "before_attempt" => match calls[step["call"].as_u64().unwrap() as usize].before_attempt(now) {
-                Ok(Admit::Send { timeout }) => serde_json::json!({
-                    "admit": "send", "timeout": if timeout == NEVER { Value::Null } else { timeout.into() }
-                }),
-                Ok(Admit::Wait(w)) => serde_json::json!({ "admit": "wait", "wait": w }),
+                Ok(Admit::Send { timeout }) => serde_json::json!({ "admit": "send", "timeout": opt(timeout) }),
+                Ok(Admit::Wait(w)) => serde_json::json!({ "admit": "wait", "wait": ns(w) }),
+                Ok(other) => return Err(format!("step {n}: an admission the vectors lack: {other:?}")),
                 Err(r) => serde_json::json!({ "admit": "refuse", "reason": r.label() }),
             },
             _ => {
                 let o = outcome(step["outcome"].as_str().unwrap());
-                let ra = step["retry_after"].as_u64();
+                let ra = step["retry_after"].as_u64().map(Duration::from_nanos);
                 match calls[step["call"].as_u64().unwrap() as usize].after_outcome(o, now, ra) {
                     Decision::Done => serde_json::json!({ "decision": "done" }),
-                    Decision::Retry { wait } => serde_json::json!({ "decision": "retry", "wait": wait }),
+                    Decision::Retry { wait } => serde_json::json!({ "decision": "retry", "wait": ns(wait) }),
                     Decision::GiveUp(r) => serde_json::json!({ "decision": "give_up", "reason": r.label() }),
+                    other => return Err(format!("step {n}: a decision the vectors lack: {other:?}")),
                 }
             }
         };

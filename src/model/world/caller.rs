@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::metrics::TraceNote;
-use crate::policy::call::{Decision, Guards, first_allowed};
+use crate::policy::call::{Guards, Next, first_allowed};
 
 /// Who a call's budget and breaker belong to: the client instance for a
 /// client's call, the edge for a service's call or a relay.
@@ -342,11 +342,11 @@ impl World<'_> {
         let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
         let draw = || rng.unit(&[purpose::JITTER, key, attempt]);
         match call.st.after_outcome(policy, &mut guards, outcome, now, retry_after, draw) {
-            Decision::Done => {
+            Next::Done => {
                 self.trace(id, outcome, TraceDecision::Done, waited);
                 self.call_finished(id, Outcome::Ok, String::new());
             }
-            Decision::Retry { wait } => {
+            Next::Retry { wait } => {
                 self.trace(id, outcome, TraceDecision::Retry, waited);
                 self.calls.get_mut(id).expect("live").last_outcome = Some(outcome);
                 if wait == 0 {
@@ -355,7 +355,7 @@ impl World<'_> {
                     self.q.schedule_in(wait, Event::Retry { call: id });
                 }
             }
-            Decision::GiveUp(reason) => {
+            Next::GiveUp(reason) => {
                 if self.intents.get(intent).is_some_and(|it| it.in_window) {
                     *self.m.denials.entry(reason).or_insert(0) += 1;
                 }

@@ -32,17 +32,16 @@
 //! ```
 
 use super::setup::{Setup, take_ready};
-use super::{BoxFuture, RetryFailure, dur};
+use super::{BoxFuture, RetryFailure};
 use crate::hedged::{HedgedState, Step};
 use crate::random::SplitMix;
 use crate::state::{Admit, Shared};
-use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy};
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -61,9 +60,16 @@ impl<C, Z> HedgeLayer<C, Z> {
     /// A layer hedging under `policy`; `classify` names each answer's
     /// outcome, `sleep` waits. `None` when the policy has no `[hedging]`
     /// (use [`super::RetryLayer`] for it).
-    pub fn new(policy: Policy, classify: C, sleep: Z) -> Option<Self> {
-        policy.hedging.as_ref()?;
-        Some(Self { setup: Setup::new(policy, classify, sleep), spawn: None })
+    pub fn new(policy: impl Into<Arc<Policy>>, classify: C, sleep: Z) -> Option<Self> {
+        Self::with_shared(Shared::new(policy), classify, sleep)
+    }
+
+    /// A layer whose calls share `shared` (its policy, budget, breaker,
+    /// throttle and hedging clock) with other layers or calls of the same
+    /// client. `None` when the policy has no `[hedging]`.
+    pub fn with_shared(shared: Shared, classify: C, sleep: Z) -> Option<Self> {
+        shared.policy().hedging.as_ref()?;
+        Some(Self { setup: Setup::new(shared, classify, sleep), spawn: None })
     }
 
     /// The same layer with reproducible draws (the throttle's): the `k`-th
@@ -141,9 +147,10 @@ where
         // takes it; further copies use a clone and wait until it is ready.
         let (mut first, mut svc) = take_ready(&mut self.inner);
         let rng = self.setup.next_rng();
-        let Setup { policy, shared, classify, sleep, .. } = self.setup.clone();
+        let Setup { shared, classify, sleep, .. } = self.setup.clone();
         let spawn = self.spawn.clone();
         Box::pin(async move {
+            let policy = shared.policy().clone();
             let spec = policy.hedging.as_ref().expect("HedgeLayer::new checked [hedging]");
             // Which of the copies the call no longer waits for the policy
             // leaves running.
@@ -153,26 +160,25 @@ where
             };
             // One reading for the call's start and its first copy: the
             // first copy's timer is the whole deadline.
-            let mut now = shared.now();
-            let mut state =
-                HedgedState::new(&policy, shared.clone(), now, rng).expect("HedgeLayer::new checked [hedging]");
+            let mut now = Instant::now();
+            let mut state = HedgedState::new(shared.clone(), now, rng).expect("HedgeLayer::new checked [hedging]");
             let timer = {
                 let sleep = sleep.clone();
-                move |timeout: Nanos| (timeout != NEVER).then(|| sleep(dur(timeout)))
+                move |timeout: Option<Duration>| timeout.map(&sleep)
             };
             let timeout = loop {
                 match state.before_first(now) {
                     Ok(Admit::Send { timeout }) => break timeout,
-                    Ok(Admit::Wait(w)) => sleep.clone()(dur(w)).await,
+                    Ok(Admit::Wait(w)) => sleep.clone()(w).await,
                     Err(reason) => return Err(RetryFailure::Refused(reason)),
                 }
-                now = shared.now();
+                now = Instant::now();
             };
             let mut flights =
                 vec![Flight { copy: 0, answer: Box::pin(first.call(req.clone())), timer: timer(timeout) }];
             // The hedging delay, armed from the reading the state was given.
-            let arm = move |state: &HedgedState<'_, SplitMix>, now: Nanos| {
-                state.hedge_due_at().map(|at| (at, sleep(dur(at.saturating_sub(now)))))
+            let arm = move |state: &HedgedState<SplitMix>, now: Instant| {
+                state.hedge_due_at().map(|at| (at, sleep(at.saturating_duration_since(now))))
             };
             let mut due = arm(&state, now);
             let mut last: Option<Result<S::Response, S::Error>> = None;
@@ -193,7 +199,7 @@ where
                     }
                 })
                 .await;
-                now = shared.now();
+                now = Instant::now();
                 let step = match event {
                     Event::Answer(i, r) => {
                         let copy = flights.remove(i).copy;

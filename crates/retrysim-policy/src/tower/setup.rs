@@ -2,7 +2,6 @@
 //! to every service they make: the policy, the [`Shared`] state, the
 //! `classify` and `sleep` functions and the seeds of the calls' draws.
 
-use crate::Policy;
 use crate::random::SplitMix;
 use crate::state::Shared;
 use std::sync::Arc;
@@ -11,7 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// A layer's setup, cloned into each service it wraps.
 #[derive(Clone)]
 pub(super) struct Setup<C, Z> {
-    pub(super) policy: Arc<Policy>,
     pub(super) shared: Shared,
     pub(super) classify: C,
     pub(super) sleep: Z,
@@ -20,9 +18,8 @@ pub(super) struct Setup<C, Z> {
 
 impl<C, Z> Setup<C, Z> {
     /// Fresh shared state for `policy`; draws seeded from the clock.
-    pub(super) fn new(policy: Policy, classify: C, sleep: Z) -> Self {
-        let shared = Shared::new(&policy);
-        Self { policy: Arc::new(policy), shared, classify, sleep, seeds: None }
+    pub(super) fn new(shared: Shared, classify: C, sleep: Z) -> Self {
+        Self { shared, classify, sleep, seeds: None }
     }
 
     /// Reproducible draws: the `k`-th call (counting from 0, over every

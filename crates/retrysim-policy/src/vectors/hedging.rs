@@ -2,15 +2,14 @@
 //! scripted copies, recording the hedging clock (when copies go, why one
 //! may not, what ends and cancels them).
 
-use super::record::{Answer, Rec, Script, opt};
+use super::record::{Answer, Before, Rec, Script, ns, ns_or_never, opt};
 use crate::backoff::Backoff;
 use crate::breaker::{BreakerKind, BreakerSpec};
 use crate::budget::{BudgetKind, BudgetScope, BudgetSpec};
-use crate::call::Decision;
 use crate::hedge::{HedgeDelay, HedgeSpec};
 use crate::hedged::{HedgedState, Sent, Step};
 use crate::random::SplitMix;
-use crate::state::Admit;
+use crate::state::{Admit, Decision};
 use crate::throttle::{ThrottleKind, ThrottleSpec};
 use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy, RetryOn};
@@ -162,19 +161,24 @@ pub(super) fn run_hedged(rec: &mut Rec, calls: &[HedgedScript]) {
 
 fn sent_json(s: &Result<Sent, crate::DenyReason>) -> Value {
     match s {
-        Ok(s) => json!({ "copy": s.copy, "timeout": opt(s.timeout) }),
+        Ok(s) => json!({ "copy": s.copy, "timeout": opt(ns_or_never(s.timeout)) }),
         Err(r) => json!({ "refused": r.label() }),
     }
 }
 
-fn due(st: &HedgedState<'_, SplitMix>) -> Value {
-    st.hedge_due_at().map_or(Value::Null, |t| json!(t))
+fn due(st: &HedgedState<SplitMix>) -> Value {
+    due_at(st).map_or(Value::Null, |t| json!(t))
+}
+
+/// When the next copy is due, in nanoseconds from the origin.
+fn due_at(st: &HedgedState<SplitMix>) -> Option<Nanos> {
+    st.hedge_due_at().map(|t| ns(t.duration_since(st.shared().origin())))
 }
 
 /// One hedged call to its end; returns the time it ended.
 fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
     let rng = SplitMix::new(rec.seed.wrapping_mul(1_000_003).wrapping_add(i as u64));
-    let mut st = HedgedState::new(rec.policy, rec.shared.clone(), start, rng).expect("a hedged policy");
+    let mut st = HedgedState::new(rec.shared.clone(), rec.at(start), rng).expect("a hedged policy");
     let spec = rec.policy.hedging.clone().expect("a hedged policy");
     rec.steps.push(json!({ "call": i, "op": "start", "now": start, "idempotent": true, "key_sent": false }));
     let answer = |copy: u32| c.copies[(copy as usize).min(c.copies.len() - 1)];
@@ -182,14 +186,18 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
     let mut outs: Vec<Out> = Vec::new();
     loop {
         let learnt = latency_counts(rec);
-        let r = st.before_first(now);
+        let r = match st.before_first(rec.at(now)) {
+            Ok(Admit::Send { timeout }) => Ok(Before::Send(ns_or_never(timeout))),
+            Ok(Admit::Wait(w)) => Ok(Before::Wait(ns(w))),
+            Err(reason) => Err(reason),
+        };
         let draw = st.take_draw();
         let expect = match r {
-            Ok(Admit::Send { timeout }) => {
+            Ok(Before::Send(timeout)) => {
                 tag_quantile(rec, learnt, st.hedge_due_at().is_some());
                 json!({ "admit": "send", "timeout": opt(timeout), "hedge_due": due(&st) })
             }
-            Ok(Admit::Wait(w)) => json!({ "admit": "wait", "wait": w }),
+            Ok(Before::Wait(w)) => json!({ "admit": "wait", "wait": w }),
             Err(reason) => {
                 rec.covers.insert(format!("refuse:{reason}"));
                 json!({ "admit": "refuse", "reason": reason.label() })
@@ -200,11 +208,11 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
             json!({ "call": i, "op": "before_attempt", "now": now, "draw": draw, "expect": expect, "state": state }),
         );
         match r {
-            Ok(Admit::Send { timeout }) => {
+            Ok(Before::Send(timeout)) => {
                 outs.push(Out { copy: 0, sent: now, timeout, answer: answer(0), expired: false });
                 break;
             }
-            Ok(Admit::Wait(w)) => now += w,
+            Ok(Before::Wait(w)) => now += w,
             Err(_) => return now,
         }
     }
@@ -221,7 +229,7 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
                 next = next.min_by_key_opt((o.sent + o.timeout, 1, o.copy));
             }
         }
-        if let Some(t) = st.hedge_due_at() {
+        if let Some(t) = due_at(&st) {
             next = next.min_by_key_opt((t, 2, 0));
         }
         let Some((t, kind, copy)) = next else {
@@ -231,14 +239,14 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
         let (op, step) = match kind {
             0 => {
                 let o = outs.iter().find(|o| o.copy == copy).expect("sent").answer.outcome;
-                ("copy_outcome", st.on_copy_outcome(copy, o, now))
+                ("copy_outcome", st.on_copy_outcome(copy, o, rec.at(now)))
             }
             1 => {
                 outs.iter_mut().find(|o| o.copy == copy).expect("sent").expired = true;
-                ("copy_expired", st.on_copy_expired(copy, now))
+                ("copy_expired", st.on_copy_expired(copy, rec.at(now)))
             }
             _ => {
-                let r = st.on_hedge_due(now);
+                let r = st.on_hedge_due(rec.at(now));
                 ("hedge_due", Step { hedge: Some(r), ..Step::default() })
             }
         };
@@ -275,7 +283,7 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
             outs.push(Out {
                 copy: sent.copy,
                 sent: now,
-                timeout: sent.timeout,
+                timeout: ns_or_never(sent.timeout),
                 answer: answer(sent.copy),
                 expired: false,
             });

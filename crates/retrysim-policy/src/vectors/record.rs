@@ -12,6 +12,7 @@ use crate::time::{NEVER, Nanos};
 use crate::{Outcome, Policy};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 /// One scripted answer: what the next attempt comes back with, after how
 /// long, and the server's Retry-After. An attempt whose answer takes longer
@@ -68,7 +69,7 @@ pub struct Case {
 pub(super) struct Rec<'p> {
     pub(super) policy: &'p Policy,
     pub(super) shared: Shared,
-    calls: Vec<RetryState<'p, SplitMix>>,
+    calls: Vec<RetryState<SplitMix>>,
     pub(super) steps: Vec<Value>,
     pub(super) covers: BTreeSet<String>,
     pub(super) seed: u64,
@@ -84,6 +85,24 @@ fn outcome_text(o: Outcome) -> String {
 
 pub(super) fn opt(ns: Nanos) -> Value {
     if ns == NEVER { Value::Null } else { json!(ns) }
+}
+
+/// A duration of the public API in the vectors' nanoseconds.
+pub(super) fn ns(d: Duration) -> Nanos {
+    crate::time::nanos(d)
+}
+
+/// An optional duration ([`NEVER`] for none) in the vectors' nanoseconds.
+pub(super) fn ns_or_never(d: Option<Duration>) -> Nanos {
+    d.map_or(NEVER, ns)
+}
+
+/// What may happen before an attempt, in the vectors' nanoseconds.
+pub(super) enum Before {
+    /// Send it with this timeout ([`NEVER`] = none).
+    Send(Nanos),
+    /// Wait this long first.
+    Wait(Nanos),
 }
 
 impl<'p> Rec<'p> {
@@ -136,27 +155,37 @@ impl<'p> Rec<'p> {
         Value::Object(out)
     }
 
+    /// The instant `now` nanoseconds after the shared state's origin.
+    pub(super) fn at(&self, now: Nanos) -> Instant {
+        self.shared.origin() + Duration::from_nanos(now)
+    }
+
     fn start(&mut self, now: Nanos, idempotent: bool, key_sent: bool) -> usize {
         let i = self.calls.len();
         let rng = SplitMix::new(self.seed.wrapping_mul(1_000_003).wrapping_add(i as u64));
-        let st = RetryState::new(self.policy, self.shared.clone(), now, rng).operation(idempotent, key_sent);
+        let st = RetryState::new(self.shared.clone(), self.at(now), rng).operation(idempotent, key_sent);
         self.calls.push(st);
         self.steps
             .push(json!({ "call": i, "op": "start", "now": now, "idempotent": idempotent, "key_sent": key_sent }));
         i
     }
 
-    fn before(&mut self, i: usize, now: Nanos) -> Result<Admit, DenyReason> {
-        let r = self.calls[i].before_attempt(now);
+    fn before(&mut self, i: usize, now: Nanos) -> Result<Before, DenyReason> {
+        let at = self.at(now);
+        let r = match self.calls[i].before_attempt(at) {
+            Ok(Admit::Send { timeout }) => Ok(Before::Send(ns_or_never(timeout))),
+            Ok(Admit::Wait(w)) => Ok(Before::Wait(ns(w))),
+            Err(reason) => Err(reason),
+        };
         let draw = self.calls[i].take_draw();
         let expect = match r {
-            Ok(Admit::Send { timeout }) => {
+            Ok(Before::Send(timeout)) => {
                 if timeout != NEVER && timeout < self.policy.per_try_timeout {
                     self.covers.insert("timeout:clipped_to_deadline".into());
                 }
                 json!({ "admit": "send", "timeout": opt(timeout) })
             }
-            Ok(Admit::Wait(w)) => {
+            Ok(Before::Wait(w)) => {
                 self.covers.insert("throttle:wait".into());
                 json!({ "admit": "wait", "wait": w })
             }
@@ -172,8 +201,10 @@ impl<'p> Rec<'p> {
         r
     }
 
-    fn outcome(&mut self, i: usize, o: Outcome, now: Nanos, retry_after: Option<Nanos>) -> Decision {
-        let d = self.calls[i].after_outcome(o, now, retry_after);
+    /// The decision after outcome `o`: `Some(wait)` to retry.
+    fn outcome(&mut self, i: usize, o: Outcome, now: Nanos, retry_after: Option<Nanos>) -> Option<Nanos> {
+        let at = self.at(now);
+        let d = self.calls[i].after_outcome(o, at, retry_after.map(Duration::from_nanos));
         let draw = self.calls[i].take_draw();
         let expect = match d {
             Decision::Done => {
@@ -183,7 +214,7 @@ impl<'p> Rec<'p> {
             Decision::Retry { wait } => {
                 self.covers.insert("decision:retry".into());
                 self.tag_wait(o, retry_after);
-                json!({ "decision": "retry", "wait": wait })
+                json!({ "decision": "retry", "wait": ns(wait) })
             }
             Decision::GiveUp(reason) => {
                 self.covers.insert(format!("deny:{reason}"));
@@ -198,7 +229,10 @@ impl<'p> Rec<'p> {
             "call": i, "op": "outcome", "now": now, "outcome": outcome_text(o),
             "retry_after": retry_after, "draw": draw, "expect": expect, "state": state,
         }));
-        d
+        match d {
+            Decision::Retry { wait } => Some(ns(wait)),
+            _ => None,
+        }
     }
 
     fn tag_wait(&mut self, o: Outcome, retry_after: Option<Nanos>) {
@@ -272,7 +306,7 @@ impl Case {
         let policy = &self.policy;
         let mut rec = Rec {
             policy,
-            shared: Shared::new(policy),
+            shared: Shared::new(policy.clone()),
             calls: Vec::new(),
             steps: Vec::new(),
             covers: BTreeSet::new(),
@@ -337,8 +371,8 @@ fn run_call(rec: &mut Rec, start: Nanos, c: &CallScript) -> Nanos {
     let mut k = 0;
     loop {
         let timeout = match rec.before(i, now) {
-            Ok(Admit::Send { timeout }) => timeout,
-            Ok(Admit::Wait(w)) => {
+            Ok(Before::Send(timeout)) => timeout,
+            Ok(Before::Wait(w)) => {
                 now += w;
                 continue;
             }
@@ -354,8 +388,8 @@ fn run_call(rec: &mut Rec, start: Nanos, c: &CallScript) -> Nanos {
             (a.outcome, a.retry_after)
         };
         match rec.outcome(i, o, now, ra) {
-            Decision::Retry { wait } => now += wait,
-            _ => return now,
+            Some(wait) => now += wait,
+            None => return now,
         }
     }
 }
@@ -371,8 +405,8 @@ fn run_overlapping(rec: &mut Rec, calls: usize, answers: &[(usize, Answer)]) {
         }
         now += 1_000_000;
         match rec.outcome(ids[c], a.outcome, now, a.retry_after) {
-            Decision::Retry { .. } => live[c] = rec.before(ids[c], now).is_ok(),
-            _ => live[c] = false,
+            Some(_) => live[c] = rec.before(ids[c], now).is_ok(),
+            None => live[c] = false,
         }
     }
 }
