@@ -14,12 +14,14 @@ use crate::config::{Caller, FaultKind, KeyMode, Scenario, When};
 use crate::engine::random::hash_words;
 use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64};
 use crate::metrics::{RunCollector, RunResult, TraceDecision, TraceRecord};
+use crate::policy::Policy;
 use crate::policy::breaker::Breaker;
 use crate::policy::budget::Budget;
-use crate::policy::call::{CallState, Gate};
+use crate::policy::call::CallState;
 use crate::policy::hedge::Hedger;
 use crate::policy::throttle::Throttle;
 use crate::policy::{DenyReason, Outcome};
+use retrysim_policy::machine::{Action, Machine, Purpose};
 use std::collections::{HashMap, VecDeque};
 
 mod arrivals;
@@ -168,20 +170,16 @@ struct Call {
     fingerprint: u64,
     /// Base of the random keys of this call's attempts.
     key: u64,
-    /// Its state under its policy (attempts, deadline, previous wait,
-    /// budget refund, a throttle token held), which the policy crate's
-    /// steps read and write.
-    st: CallState,
+    /// Its call machine under its policy: its state (attempts, deadline,
+    /// previous wait, budget refund, a throttle token held), the previous
+    /// outcome and a hedged call's copies out.
+    machine: Machine<Id>,
     /// The attempt the caller is waiting for.
     current: Option<Id>,
-    /// The previous attempt's outcome.
-    last_outcome: Option<Outcome>,
     /// Hosts (replica index below 32) this call has tried, for `retry_other_host`.
     tried: u32,
     /// The cache key a successful answer fills, or [`NO_FILL`].
     fill: u32,
-    /// The copies of a hedged call (`None` for calls without hedging).
-    hedge: Option<Box<hedging::HedgeCall>>,
     /// How long the throttle held the current attempt back.
     throttle_wait: Nanos,
 }
@@ -422,6 +420,9 @@ pub struct World<'s> {
     q: EventQueue<Event>,
     intents: Slab<Intent>,
     calls: Slab<Call>,
+    /// The actions of the call machine's last input, being carried out
+    /// (kept to reuse its buffer).
+    actions: Vec<Action<Id>>,
     requests: Slab<Request>,
     writes: Slab<PendingWrite>,
     services: Vec<ServiceState>,

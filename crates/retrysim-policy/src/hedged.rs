@@ -8,12 +8,13 @@
 //! and the call fails when no copy is left. The steps are
 //! [`CallState`]'s hedging steps, the ones the simulator takes.
 
-use crate::call::CallState;
-use crate::decision::{DenyReason, attempt_timeout};
+use crate::Outcome;
+use crate::call::{CallState, first_allowed};
+use crate::decision::DenyReason;
+use crate::machine::{Action, End, Fate, Machine, Slot};
 use crate::random::Random;
-use crate::state::{Admit, Decision, Draws, Shared, gate_attempt};
+use crate::state::{Admit, Decision, Draws, Shared};
 use crate::time::{Nanos, duration};
-use crate::{Outcome, Policy};
 use std::time::{Duration, Instant};
 
 mod copies;
@@ -55,10 +56,9 @@ pub struct Step {
 pub struct HedgedState<R: Random> {
     shared: Shared,
     draws: Draws<R>,
-    call: CallState,
-    /// The copies out, and how many were sent.
-    live: LiveCopies<()>,
+    machine: Machine<()>,
     due_at: Option<Nanos>,
+    out: Vec<Action<()>>,
 }
 
 impl<R: Random> HedgedState<R> {
@@ -68,14 +68,14 @@ impl<R: Random> HedgedState<R> {
         shared.policy().hedging.as_ref()?;
         let t = shared.at(now);
         let call = CallState::new(CallState::deadline_from(shared.policy(), t), t, true, false);
-        Some(Self { shared, draws: Draws::new(rng), call, live: LiveCopies::new(), due_at: None })
+        Some(Self { shared, draws: Draws::new(rng), machine: Machine::new(call, true), due_at: None, out: Vec::new() })
     }
 
     /// Declares the operation: idempotent or not, and whether an
     /// idempotency key is sent.
     pub fn operation(mut self, idempotent: bool, key_sent: bool) -> Self {
-        self.call.idempotent = idempotent;
-        self.call.key_sent = key_sent;
+        self.machine.st.idempotent = idempotent;
+        self.machine.st.key_sent = key_sent;
         self
     }
 
@@ -87,7 +87,7 @@ impl<R: Random> HedgedState<R> {
 
     /// The copies still out.
     pub fn live(&self) -> Vec<u32> {
-        self.live.numbers().collect()
+        self.machine.live().collect()
     }
 
     /// The last random draw consumed (by the throttle), if any.
@@ -104,106 +104,104 @@ impl<R: Random> HedgedState<R> {
     /// refused while the breaker is open or by the throttle; a copy sent
     /// arms the hedging delay.
     pub fn before_first(&mut self, now: Instant) -> Result<Admit, DenyReason> {
-        let now = self.shared.at(now);
+        let t = self.shared.at(now);
         let shared = self.shared.clone();
-        let (policy, spec) = policy_and_spec(&shared);
         let mut s = shared.lock();
         let s = &mut *s;
-        if let Some(wait) = gate_attempt(&mut self.call, policy, s, now, true, &mut self.draws)? {
-            return Ok(Admit::Wait(Duration::from_nanos(wait)));
+        if !self.machine.st.admitted && !first_allowed(s, t) {
+            return Err(DenyReason::BreakerOpen);
         }
-        let timeout = self.call.on_send(policy, s, now);
-        self.live.push(now, ());
-        self.due_at = self.call.hedge_started(spec, s, now).map(|d| now.saturating_add(d));
-        Ok(Admit::Send { timeout: duration(timeout) })
+        self.out.clear();
+        let mut draw = self.draws.draw();
+        self.machine.next_attempt(shared.policy(), s, t, |_, _| draw(), &mut self.out);
+        drop(draw);
+        let step = self.step(t);
+        match self.out.first() {
+            Some(Action::Hold { wait }) => Ok(Admit::Wait(Duration::from_nanos(*wait))),
+            _ => match step.hedge {
+                Some(Ok(sent)) => Ok(Admit::Send { timeout: sent.timeout }),
+                _ => Err(DenyReason::Throttled),
+            },
+        }
     }
 
     /// The hedging delay is over ([`HedgedState::hedge_due_at`]): sends the
     /// next copy if it may go (and arms the delay for the one after).
     pub fn on_hedge_due(&mut self, now: Instant) -> Result<Sent, DenyReason> {
         self.due_at = None;
-        let now = self.shared.at(now);
-        self.try_hedge(now, None)
+        let t = self.shared.at(now);
+        let shared = self.shared.clone();
+        let mut s = shared.lock();
+        self.out.clear();
+        let mut draw = self.draws.draw();
+        let copy = self.machine.copies_sent();
+        self.machine.on_hedge_due(shared.policy(), &mut *s, t, copy, |_, _| draw(), &mut self.out);
+        drop(draw);
+        self.step(t).hedge.expect("a due copy is sent or refused")
     }
 
     /// Copy `copy` answered `outcome` at `now`.
     pub fn on_copy_outcome(&mut self, copy: u32, outcome: Outcome, now: Instant) -> Step {
-        let now = self.shared.at(now);
-        let Some(c) = self.live.take(|c| c.copy == copy) else {
-            return Step::default(); // not out (any more): nothing to learn
-        };
+        let t = self.shared.at(now);
         let shared = self.shared.clone();
-        let (policy, spec) = policy_and_spec(&shared);
         let mut s = shared.lock();
-        CallState::learn_copy(policy, spec, &mut *s, now, c.copy, c.sent, outcome, true);
-        if !spec.is_non_fatal(outcome) {
-            let rest = self.live.take_all();
-            for r in &rest {
-                CallState::learn_copy(policy, spec, &mut *s, now, r.copy, r.sent, Outcome::Timeout, false);
-            }
-            self.due_at = None;
-            let decision =
-                if outcome == Outcome::Ok { Decision::Done } else { Decision::GiveUp(DenyReason::NotRetryable) };
-            return Step { end: Some(decision), cancel: rest.iter().map(|r| r.copy).collect(), ..Step::default() };
-        }
-        drop(s);
-        self.hedge_or_settle(now, outcome)
+        self.out.clear();
+        let mut draw = self.draws.draw();
+        let which = |c: &LiveCopy<Slot<()>>| c.copy == copy;
+        self.machine.on_copy_answer(shared.policy(), &mut *s, t, which, outcome, |_, _| draw(), &mut self.out);
+        drop(draw);
+        self.step(t)
     }
 
     /// Copy `copy`'s per-try timeout passed at `now`.
     pub fn on_copy_expired(&mut self, copy: u32, now: Instant) -> Step {
-        let now = self.shared.at(now);
-        if !self.live.expire(|c| c.copy == copy) {
-            return Step::default();
-        }
-        self.hedge_or_settle(now, Outcome::Timeout)
-    }
-
-    fn try_hedge(&mut self, now: Nanos, trigger: Option<Outcome>) -> Result<Sent, DenyReason> {
+        let t = self.shared.at(now);
         let shared = self.shared.clone();
-        let (policy, spec) = policy_and_spec(&shared);
         let mut s = shared.lock();
-        let s = &mut *s;
-        self.call.hedge_gate(policy, spec, s, now, self.live.sent(), trigger, self.draws.draw())?;
-        let timeout = self.call.on_send(policy, s, now);
-        debug_assert_eq!(timeout, attempt_timeout(policy, now, self.call.deadline_at));
-        let copy = self.live.push(now, ());
-        self.due_at = CallState::next_hedge(spec, s, now, self.live.sent()).map(|d| now.saturating_add(d));
-        Ok(Sent { copy, timeout: duration(timeout) })
+        self.out.clear();
+        let mut draw = self.draws.draw();
+        let which = |c: &LiveCopy<Slot<()>>| c.copy == copy;
+        self.machine.on_copy_timeout(shared.policy(), &mut *s, t, which, |_, _| draw(), &mut self.out);
+        drop(draw);
+        self.step(t)
     }
 
-    fn hedge_or_settle(&mut self, now: Nanos, trigger: Outcome) -> Step {
-        let reason = match self.try_hedge(now, Some(trigger)) {
-            Ok(sent) => return Step { hedge: Some(Ok(sent)), ..Step::default() },
-            Err(reason) => reason,
-        };
-        let gone = self.live.take_expired();
-        let shared = self.shared.clone();
-        let (policy, spec) = policy_and_spec(&shared);
-        let mut s = shared.lock();
-        for c in &gone {
-            CallState::learn_copy(policy, spec, &mut *s, now, c.copy, c.sent, Outcome::Timeout, true);
+    /// The machine's actions at `now` as a [`Step`]; the hedging delay follows them.
+    fn step(&mut self, now: Nanos) -> Step {
+        let mut step = Step::default();
+        for a in &self.out {
+            match *a {
+                Action::Send { copy, timeout, .. } => {
+                    step.hedge = Some(Ok(Sent { copy, timeout: duration(timeout) }));
+                    self.due_at = None;
+                }
+                Action::HedgeRefused(reason) => step.hedge = Some(Err(reason)),
+                Action::HedgeDue { delay, .. } => self.due_at = Some(now.saturating_add(delay)),
+                Action::Ended(e) => match e.fate {
+                    Fate::Cancelled | Fate::Left => step.cancel.push(e.copy),
+                    Fate::GivenUp { .. } => step.given_up.push(e.copy),
+                    _ => {}
+                },
+                Action::Finish { end, .. } => {
+                    step.end = Some(match end {
+                        End::Done => Decision::Done,
+                        End::Fatal => Decision::GiveUp(DenyReason::NotRetryable),
+                        End::GaveUp(reason) => Decision::GiveUp(reason),
+                    });
+                    self.due_at = None;
+                }
+                Action::Hold { .. } | Action::Wait { .. } | Action::Refused { .. } => {}
+            }
         }
-        let given_up = gone.iter().map(|c| c.copy).collect();
-        let end = self.live.is_empty().then_some(Decision::GiveUp(reason));
-        if end.is_some() {
-            self.due_at = None;
-        }
-        Step { end, hedge: Some(Err(reason)), given_up, cancel: Vec::new() }
+        step
     }
-}
-
-/// The policy and its `[hedging]` (checked by [`HedgedState::new`]).
-fn policy_and_spec(shared: &Shared) -> (&Policy, &crate::hedge::HedgeSpec) {
-    let policy = shared.policy();
-    (policy, policy.hedging.as_ref().expect("HedgedState::new checked [hedging]"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::hedge::{HedgeDelay, HedgeSpec};
-    use crate::{NEVER, RetryOn, SplitMix};
+    use crate::{NEVER, Policy, RetryOn, SplitMix};
 
     const MS: Nanos = 1_000_000;
 

@@ -91,6 +91,8 @@ pub mod hedged;
 #[doc(hidden)]
 pub mod load;
 #[doc(hidden)]
+pub mod machine;
+#[doc(hidden)]
 pub mod messages;
 #[doc(hidden)]
 pub mod outcome;

@@ -6,9 +6,10 @@
 
 use crate::breaker::{Breaker, BreakerState};
 use crate::budget::Budget;
-use crate::call::{self, CallState, Gate, Guards, first_allowed};
+use crate::call::{CallState, Guards, first_allowed};
 use crate::decision::DenyReason;
 use crate::hedge::Hedger;
+use crate::machine::{Action, End, Machine};
 use crate::random::Random;
 use crate::throttle::Throttle;
 use crate::time::{Nanos, duration, nanos};
@@ -165,57 +166,48 @@ pub enum Decision {
     GiveUp(DenyReason),
 }
 
-impl Decision {
-    /// The decision of the nanosecond steps, in public units.
-    pub(crate) fn from_next(next: call::Next) -> Self {
-        match next {
-            call::Next::Done => Decision::Done,
-            call::Next::Retry { wait } => Decision::Retry { wait: Duration::from_nanos(wait) },
-            call::Next::GiveUp(reason) => Decision::GiveUp(reason),
-        }
-    }
-}
-
 /// One call's retry state: its own attempts and deadline, run against the
 /// client's [`Shared`] state and a random source. It owns what it needs
 /// (`'static` when `R` is), so it can live in a spawned future.
 pub struct RetryState<R: Random> {
     shared: Shared,
     draws: Draws<R>,
-    call: CallState,
+    machine: Machine<()>,
+    out: Vec<Action<()>>,
 }
 
 impl<R: Random> RetryState<R> {
     /// A call starting at `now` on an idempotent operation; its deadline is
-    /// `now` plus the policy's deadline.
+    /// `now` plus the policy's deadline. A policy with `[hedging]` runs as
+    /// single attempts here (use [`crate::HedgedState`] to hedge).
     pub fn new(shared: Shared, now: Instant, rng: R) -> Self {
         let t = shared.at(now);
         let call = CallState::new(CallState::deadline_from(&shared.policy, t), t, true, false);
-        Self { shared, draws: Draws::new(rng), call }
+        Self { shared, draws: Draws::new(rng), machine: Machine::new(call, false), out: Vec::new() }
     }
 
     /// Declares the operation: idempotent or not, and whether an
     /// idempotency key is sent with every attempt.
     pub fn operation(mut self, idempotent: bool, key_sent: bool) -> Self {
-        self.call.idempotent = idempotent;
-        self.call.key_sent = key_sent;
+        self.machine.st.idempotent = idempotent;
+        self.machine.st.key_sent = key_sent;
         self
     }
 
     /// The call's deadline, if it has one.
     pub fn deadline(&self) -> Option<Instant> {
-        duration(self.call.deadline_at).map(|d| self.shared.origin + d)
+        duration(self.machine.st.deadline_at).map(|d| self.shared.origin + d)
     }
 
     /// Attempts sent so far.
     pub fn attempts(&self) -> u32 {
-        self.call.attempts
+        self.machine.st.attempts
     }
 
     /// The call's own state, on the shared state's nanosecond clock.
     #[doc(hidden)]
     pub fn call(&self) -> &CallState {
-        &self.call
+        &self.machine.st
     }
 
     /// The last random draw consumed (by the throttle or the jitter), if any.
@@ -236,10 +228,17 @@ impl<R: Random> RetryState<R> {
         let shared = self.shared.clone();
         let mut s = shared.lock();
         let s = &mut *s;
-        let first = self.call.attempts == 0;
-        match gate_attempt(&mut self.call, &shared.policy, s, t, first, &mut self.draws)? {
-            Some(wait) => Ok(Admit::Wait(Duration::from_nanos(wait))),
-            None => Ok(Admit::Send { timeout: duration(self.call.on_send(&shared.policy, s, t)) }),
+        let st = &self.machine.st;
+        if st.attempts == 0 && !st.admitted && !first_allowed(s, t) {
+            return Err(DenyReason::BreakerOpen);
+        }
+        self.out.clear();
+        let mut draw = self.draws.draw();
+        self.machine.next_attempt(&shared.policy, s, t, |_, _| draw(), &mut self.out);
+        match self.out.first() {
+            Some(Action::Hold { wait }) => Ok(Admit::Wait(Duration::from_nanos(*wait))),
+            Some(Action::Send { timeout, .. }) => Ok(Admit::Send { timeout: duration(*timeout) }),
+            _ => Err(DenyReason::Throttled),
         }
     }
 
@@ -249,9 +248,19 @@ impl<R: Random> RetryState<R> {
         let t = self.shared.at(now);
         let shared = self.shared.clone();
         let mut s = shared.lock();
-        let next =
-            self.call.after_outcome(&shared.policy, &mut *s, outcome, t, retry_after.map(nanos), self.draws.draw());
-        Decision::from_next(next)
+        self.out.clear();
+        let mut draw = self.draws.draw();
+        let ra = retry_after.map(nanos);
+        self.machine.on_outcome(&shared.policy, &mut *s, t, outcome, ra, |_, _| draw(), &mut self.out);
+        let mut decision = Decision::Done;
+        for a in &self.out {
+            match *a {
+                Action::Wait { wait } => decision = Decision::Retry { wait: Duration::from_nanos(wait) },
+                Action::Finish { end: End::GaveUp(reason), .. } => decision = Decision::GiveUp(reason),
+                _ => {}
+            }
+        }
+        decision
     }
 }
 
@@ -279,28 +288,6 @@ impl<R: Random> Draws<R> {
     /// The last number drawn, if any (once).
     pub(crate) fn take(&mut self) -> Option<f64> {
         self.last.take()
-    }
-}
-
-/// Before an attempt, under the lock: a `first` attempt that does not hold
-/// a throttle token yet is refused while the breaker is open; then the
-/// throttle's gate. `Ok(None)`: send it now; `Ok(Some(wait))`: the
-/// throttle holds a token for it, send it after the wait.
-pub(crate) fn gate_attempt<R: Random>(
-    call: &mut CallState,
-    policy: &Policy,
-    s: &mut SharedState,
-    now: Nanos,
-    first: bool,
-    draws: &mut Draws<R>,
-) -> Result<Option<Nanos>, DenyReason> {
-    if first && !call.admitted && !first_allowed(s, now) {
-        return Err(DenyReason::BreakerOpen);
-    }
-    match call.gate(policy, s, now, draws.draw()) {
-        Gate::Send => Ok(None),
-        Gate::Wait(wait) => Ok(Some(wait)),
-        Gate::Refuse { .. } => Err(DenyReason::Throttled),
     }
 }
 

@@ -170,12 +170,13 @@ impl<'s> World<'s> {
                 idem_key: spec.idempotency_key.then_some(key),
                 fingerprint,
                 key: Self::root_key(c, seq, spec.edge),
-                st: CallState::new(deadline_at, now, idempotent, spec.idempotency_key),
+                machine: Machine::new(
+                    CallState::new(deadline_at, now, idempotent, spec.idempotency_key),
+                    self.s.edge_policy(spec.edge).hedging.is_some(),
+                ),
                 current: None,
-                last_outcome: None,
                 tried: 0,
                 fill: NO_FILL,
-                hedge: None,
                 throttle_wait: 0,
             });
             self.send(call);

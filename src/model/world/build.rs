@@ -123,6 +123,7 @@ impl<'s> World<'s> {
             q: EventQueue::new(),
             intents: Slab::default(),
             calls: Slab::default(),
+            actions: Vec::new(),
             requests: Slab::default(),
             writes: Slab::default(),
             services,

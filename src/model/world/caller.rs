@@ -1,12 +1,24 @@
 //! The caller's side of every edge: sending attempts, timeouts and
-//! answers. The steps of the retry decision (breaker, throttle, budget,
-//! the decision itself) are the policy crate's [`CallState`] steps, run
-//! against the budget, breaker and throttle this world keeps per client
-//! instance or per edge.
+//! answers. Each call runs the policy crate's call machine
+//! ([`retrysim_policy::machine::Machine`]) against the budget, breaker and
+//! throttle this world keeps per client instance or per edge; this file
+//! feeds it the call's events and carries out its actions (sending,
+//! scheduling, tracing, counting).
 
+use super::settle::TracedAttempt;
 use super::*;
 use crate::metrics::TraceNote;
-use crate::policy::call::{Guards, Next, first_allowed};
+use crate::policy::call::{Guards, first_allowed};
+use retrysim_policy::machine::{End, Ended, Fate};
+
+/// The simulator's random-number purpose of a machine's draw.
+#[inline]
+pub(super) fn draw_purpose(p: Purpose) -> u64 {
+    match p {
+        Purpose::Throttle => purpose::THROTTLE,
+        Purpose::Jitter => purpose::JITTER,
+    }
+}
 
 /// Who a call's budget and breaker belong to: the client instance for a
 /// client's call, the edge for a service's call or a relay.
@@ -105,85 +117,179 @@ impl World<'_> {
         first_allowed(&mut self.lent(g), now)
     }
 
-    /// Sends the next attempt of a call on its edge, once its client-side
-    /// throttle (if any) lets it.
+    /// The call's next attempt may go (its start, or a wait that ended):
+    /// its machine admits and sends it.
     pub(super) fn send(&mut self, id: Id) {
-        let s = self.s;
+        let now = self.q.now();
         let Some(call) = self.calls.get(id) else {
             return;
         };
-        let policy = s.edge_policy(call.edge as usize);
-        if policy.throttle.is_some() && !self.admit(id) {
-            return;
-        }
-        let req = self.transmit(id);
-        if policy.hedging.is_some() {
-            self.start_hedging(id, req);
-        } else {
-            self.calls.get_mut(id).expect("live").current = Some(req);
-        }
-    }
-
-    /// Asks the call's throttle (its policy has one) whether its next
-    /// attempt may go now. A refused attempt ends the call; one that must
-    /// wait for a token is sent when the wait is over.
-    fn admit(&mut self, id: Id) -> bool {
-        let now = self.q.now();
-        let call = self.calls.get(id).expect("live call");
         let g = self.guard(call);
-        let (key, next, held) = (call.key, call.st.attempts as u64 + 1, call.st.admitted);
-        let class = self.intents.get(call.intent).filter(|it| it.in_window).map(|it| it.client as usize);
         let policy = self.s.edge_policy(g.edge);
         let call = self.calls.get_mut(id).expect("live call");
-        if !held {
+        if policy.throttle.is_some() && !call.machine.st.admitted {
             call.throttle_wait = 0;
         }
+        let key = call.key;
+        let mut out = std::mem::take(&mut self.actions);
         let rng = &self.rng;
         let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
-        let note = match call.st.gate(policy, &mut guards, now, || rng.unit(&[purpose::THROTTLE, key, next])) {
-            Gate::Send => return true,
-            Gate::Refuse { p } => TraceNote::Refused { p },
-            Gate::Wait(wait) => {
-                call.throttle_wait = wait;
-                if let Some(c) = class {
-                    self.m.classes[c].throttled += 1;
-                }
-                self.m.series.at(now).throttled += 1;
-                self.q.schedule_in(wait, Event::Retry { call: id });
-                return false;
-            }
-        };
-        if let Some(c) = class {
-            self.m.classes[c].throttled += 1;
-        }
-        self.m.series.at(now).throttled += 1;
-        self.refuse(id, note);
-        false
+        call.machine.next_attempt(policy, &mut guards, now, |p, n| rng.unit(&[draw_purpose(p), key, n]), &mut out);
+        self.carry_out(id, out);
     }
 
-    /// The throttle refused a call's next attempt: the call ends with the
-    /// previous attempt's outcome (503 for a first attempt).
-    fn refuse(&mut self, id: Id, note: TraceNote) {
-        let call = self.calls.get(id).expect("live call");
-        let (last, retry) = (call.last_outcome, call.st.attempts > 0);
-        let outcome = last.unwrap_or(Outcome::Status(503));
-        self.trace_note(id, call.st.attempts + 1, self.q.now(), note, TraceDecision::Deny(DenyReason::Throttled));
-        if retry && self.intents.get(self.calls.get(id).expect("live").intent).is_some_and(|it| it.in_window) {
-            *self.m.denials.entry(DenyReason::Throttled).or_insert(0) += 1;
+    /// The call's machine learnt the outcome of its current attempt (a
+    /// call without hedging) and decided, against this call's guards.
+    fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
+        let now = self.q.now();
+        let g = self.guard(self.calls.get(id).expect("live call"));
+        let policy = self.s.edge_policy(g.edge);
+        let call = self.calls.get_mut(id).expect("live call");
+        let key = call.key;
+        let mut out = std::mem::take(&mut self.actions);
+        let rng = &self.rng;
+        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
+        let draw = |p, n| rng.unit(&[draw_purpose(p), key, n]);
+        call.machine.on_outcome(policy, &mut guards, now, outcome, retry_after, draw, &mut out);
+        self.carry_out(id, out);
+    }
+
+    /// Carries out a call's machine's actions in order (see
+    /// [`retrysim_policy::machine`]); an immediate retry goes last, once
+    /// the buffer is back.
+    pub(super) fn carry_out(&mut self, id: Id, mut out: Vec<Action<Id>>) {
+        let mut again = false;
+        for a in out.drain(..) {
+            match a {
+                Action::Send { copy, timeout, .. } => self.send_copy(id, copy, timeout),
+                Action::Hold { wait } => self.held(id, wait),
+                Action::Wait { wait: 0 } => again = true,
+                Action::Wait { wait } => self.q.schedule_in(wait, Event::Retry { call: id }),
+                Action::HedgeDue { copy, delay } => self.q.schedule_in(delay, Event::Hedge { call: id, copy }),
+                Action::Ended(e) => self.ended(id, e),
+                Action::Refused { attempt, waited, trigger, p, outcome, budget } => {
+                    self.count_throttled(id);
+                    let traced = TracedAttempt {
+                        attempt,
+                        sent: self.q.now(),
+                        wait: waited,
+                        trigger,
+                        copy: None,
+                        note: Some(TraceNote::Refused { p }),
+                        budget,
+                    };
+                    self.push_trace(id, traced, Outcome::Status(503), TraceDecision::Deny(DenyReason::Throttled));
+                    if attempt > 1 {
+                        self.count_denial(id, DenyReason::Throttled);
+                    }
+                    let label = if attempt > 1 { format!("{outcome} (throttled)") } else { "throttled".into() };
+                    self.call_finished(id, outcome, label);
+                }
+                Action::HedgeRefused(reason) => {
+                    if reason == DenyReason::Throttled {
+                        self.count_throttled(id);
+                    }
+                }
+                Action::Finish { outcome, end } => {
+                    let label = match end {
+                        End::Done => String::new(),
+                        End::Fatal => format!("{outcome}"),
+                        End::GaveUp(reason) => {
+                            self.count_denial(id, reason);
+                            if reason == DenyReason::NotRetryable {
+                                format!("{outcome}")
+                            } else {
+                                format!("{outcome} ({reason})")
+                            }
+                        }
+                    };
+                    self.call_finished(id, outcome, label);
+                }
+            }
         }
-        let label = if retry { format!("{outcome} (throttled)") } else { "throttled".into() };
-        self.call_finished(id, outcome, label);
+        self.actions = out;
+        if again {
+            self.send(id);
+        }
+    }
+
+    /// Sends copy `copy` (attempt `copy + 1` of a call without hedging).
+    fn send_copy(&mut self, id: Id, copy: u32, timeout: Nanos) {
+        let hedged = self.calls.get(id).expect("live call").machine.hedged();
+        if hedged && copy > 0 {
+            if let Some(c) = self.in_window_class(id) {
+                self.m.classes[c].hedges += 1;
+            }
+            self.m.series.at(self.q.now()).hedges += 1;
+        }
+        let req = self.transmit(id, timeout);
+        let call = self.calls.get_mut(id).expect("live call");
+        if hedged {
+            call.machine.bind(copy, req);
+        } else {
+            call.current = Some(req);
+        }
+    }
+
+    /// The throttle holds a token for the call's next attempt: it goes when
+    /// the wait is over.
+    fn held(&mut self, id: Id, wait: Nanos) {
+        self.calls.get_mut(id).expect("live call").throttle_wait = wait;
+        self.count_throttled(id);
+        self.q.schedule_in(wait, Event::Retry { call: id });
+    }
+
+    /// The client class of the call's intent, if the intent is in the measurement window.
+    fn in_window_class(&self, id: Id) -> Option<usize> {
+        let call = self.calls.get(id).expect("live call");
+        self.intents.get(call.intent).filter(|it| it.in_window).map(|it| it.client as usize)
+    }
+
+    /// A throttle held back or refused an attempt of the call.
+    fn count_throttled(&mut self, id: Id) {
+        if let Some(c) = self.in_window_class(id) {
+            self.m.classes[c].throttled += 1;
+        }
+        self.m.series.at(self.q.now()).throttled += 1;
+    }
+
+    /// The call gave up, for `reason`.
+    fn count_denial(&mut self, id: Id, reason: DenyReason) {
+        if self.in_window_class(id).is_some() {
+            *self.m.denials.entry(reason).or_insert(0) += 1;
+        }
+    }
+
+    /// An attempt of a call without hedging ended: its trace record.
+    pub(super) fn attempt_ended(&mut self, id: Id, e: Ended<Id>) {
+        let decision = match e.fate {
+            Fate::Done => TraceDecision::Done,
+            Fate::Retry => TraceDecision::Retry,
+            Fate::Deny(reason) => TraceDecision::Deny(reason),
+            other => unreachable!("a call without hedging has no {other:?}"),
+        };
+        let throttle_wait = self.calls.get(id).expect("live call").throttle_wait;
+        let traced = TracedAttempt {
+            attempt: e.attempt,
+            sent: e.sent,
+            wait: e.waited,
+            trigger: e.trigger,
+            copy: None,
+            note: (throttle_wait > 0).then_some(TraceNote::Delayed { wait: throttle_wait }),
+            budget: e.budget,
+        };
+        self.push_trace(id, traced, e.outcome, decision);
     }
 
     /// Sends one attempt (or one copy of a hedged call) and returns its request.
-    pub(super) fn transmit(&mut self, id: Id) -> Id {
+    /// Its machine has counted it and given its `timeout`.
+    pub(super) fn transmit(&mut self, id: Id, timeout: Nanos) -> Id {
         let now = self.q.now();
         let g = self.guard(self.calls.get(id).expect("live call"));
         let edge = g.edge;
         let policy = self.s.edge_policy(edge);
-        let call = self.calls.get_mut(id).expect("live call");
-        let timeout = call.st.on_send(policy, &mut Lent { clients: &mut self.clients, edges: &mut self.edges, g }, now);
-        let (rkey, tried) = (hash_words(call.key, &[call.st.attempts as u64]), call.tried);
+        let call = self.calls.get(id).expect("live call");
+        let (rkey, tried) = (hash_words(call.key, &[call.machine.st.attempts as u64]), call.tried);
         let callee = self.s.edges[edge].to;
         let host = self.pick_host(callee, tried, rkey);
         let replica = self.hosts[host].replica;
@@ -281,14 +387,14 @@ impl World<'_> {
         if let Some(slot) = self.hosts[req.host as usize].slot
             && !req.abandoned
         {
-            let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.st.sent_at));
+            let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.machine.st.sent_at));
             if outcome == Outcome::Ok && self.intents.get(req.intent).is_some_and(|it| it.in_window) {
                 self.m.host_ok[slot as usize - self.s.services.len()] += 1;
             }
             self.host_observed(id, rtt, outcome);
         }
         let (hedged, current) =
-            self.calls.get(call).map_or((false, false), |c| (c.hedge.is_some(), c.current == Some(id)));
+            self.calls.get(call).map_or((false, false), |c| (c.machine.hedged(), c.current == Some(id)));
         if hedged {
             self.on_copy_outcome(call, id, outcome);
         } else if current {
@@ -305,12 +411,12 @@ impl World<'_> {
         let (call, lost) = (req.call, req.lost);
         let host = req.host as usize;
         let (hedged, current) =
-            self.calls.get(call).map_or((false, false), |c| (c.hedge.is_some(), c.current == Some(id)));
+            self.calls.get(call).map_or((false, false), |c| (c.machine.hedged(), c.current == Some(id)));
         if hedged {
             self.on_copy_expired(call, id);
         } else if current {
             if self.hosts[host].slot.is_some() {
-                let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.st.sent_at));
+                let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.machine.st.sent_at));
                 self.host_observed(id, rtt, Outcome::Timeout);
             }
             self.requests.get_mut(id).expect("live").abandoned = true;
@@ -323,50 +429,6 @@ impl World<'_> {
         }
         if lost {
             self.leave(id);
-        }
-    }
-
-    /// The caller learnt the outcome of its current attempt: the policy
-    /// crate's step decides, against this call's guards.
-    fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
-        let now = self.q.now();
-        let call = self.calls.get_mut(id).expect("live call");
-        let it = self.intents.get(call.intent).expect("a call's intent is live");
-        let g =
-            Guard { owner: call.owner, edge: call.edge as usize, client: it.client as usize, instance: it.instance };
-        let policy = self.s.edge_policy(g.edge);
-        let (key, attempt, intent) = (call.key, call.st.attempts as u64, call.intent);
-        // The wait before this attempt, for its trace record.
-        let waited = if call.st.attempts > 1 { call.st.prev_wait } else { 0 };
-        let rng = &self.rng;
-        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
-        let draw = || rng.unit(&[purpose::JITTER, key, attempt]);
-        match call.st.after_outcome(policy, &mut guards, outcome, now, retry_after, draw) {
-            Next::Done => {
-                self.trace(id, outcome, TraceDecision::Done, waited);
-                self.call_finished(id, Outcome::Ok, String::new());
-            }
-            Next::Retry { wait } => {
-                self.trace(id, outcome, TraceDecision::Retry, waited);
-                self.calls.get_mut(id).expect("live").last_outcome = Some(outcome);
-                if wait == 0 {
-                    self.send(id);
-                } else {
-                    self.q.schedule_in(wait, Event::Retry { call: id });
-                }
-            }
-            Next::GiveUp(reason) => {
-                if self.intents.get(intent).is_some_and(|it| it.in_window) {
-                    *self.m.denials.entry(reason).or_insert(0) += 1;
-                }
-                self.trace(id, outcome, TraceDecision::Deny(reason), waited);
-                let label = if reason == DenyReason::NotRetryable {
-                    format!("{outcome}")
-                } else {
-                    format!("{outcome} ({reason})")
-                };
-                self.call_finished(id, outcome, label);
-            }
         }
     }
 

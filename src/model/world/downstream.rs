@@ -115,12 +115,13 @@ impl World<'_> {
             idem_key,
             fingerprint: hash_words(req.fingerprint, &[spec.edge as u64]),
             key: hash_words(req.rkey, &[purpose::CHILD, index as u64]),
-            st: CallState::new(deadline_at, now, idempotent, idem_key.is_some()),
+            machine: Machine::new(
+                CallState::new(deadline_at, now, idempotent, idem_key.is_some()),
+                self.s.edge_policy(spec.edge).hedging.is_some(),
+            ),
             current: None,
-            last_outcome: None,
             tried: 0,
             fill,
-            hedge: None,
             throttle_wait: 0,
         };
         let call = self.calls.insert(call);
@@ -182,12 +183,13 @@ impl World<'_> {
                 idem_key: relay_key,
                 fingerprint: hash_words(fingerprint, &[call.edge as u64]),
                 key,
-                st: CallState::new(deadline_at, now, idempotent, relay_key.is_some()),
+                machine: Machine::new(
+                    CallState::new(deadline_at, now, idempotent, relay_key.is_some()),
+                    self.s.edge_policy(call.edge).hedging.is_some(),
+                ),
                 current: None,
-                last_outcome: None,
                 tried: 0,
                 fill: NO_FILL,
-                hedge: None,
                 throttle_wait: 0,
             });
             let delay = call.relay_delay.sample(&self.rng, &[purpose::RELAY_DELAY, key]);

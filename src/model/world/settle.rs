@@ -12,6 +12,8 @@ pub(super) struct TracedAttempt {
     pub(super) trigger: Option<Outcome>,
     pub(super) copy: Option<u32>,
     pub(super) note: Option<TraceNote>,
+    /// The budget's level once the guards learnt this attempt's end.
+    pub(super) budget: Option<f64>,
 }
 
 impl World<'_> {
@@ -38,42 +40,6 @@ impl World<'_> {
         }
     }
 
-    /// Records the current attempt of a call of a traced intent, sent
-    /// after waiting `wait`.
-    pub(super) fn trace(&mut self, id: Id, outcome: Outcome, decision: TraceDecision, wait: Nanos) {
-        if !self.tracing() {
-            return;
-        }
-        let call = self.calls.get(id).expect("live call");
-        let attempt = TracedAttempt {
-            attempt: call.st.attempts,
-            sent: call.st.sent_at,
-            wait,
-            trigger: call.last_outcome,
-            copy: None,
-            note: (call.throttle_wait > 0).then_some(TraceNote::Delayed { wait: call.throttle_wait }),
-        };
-        self.push_trace(id, attempt, outcome, decision);
-    }
-
-    /// Records attempt number `attempt` of a call that was never sent (the
-    /// throttle refused it at `at`).
-    pub(super) fn trace_note(&mut self, id: Id, attempt: u32, at: Nanos, note: TraceNote, decision: TraceDecision) {
-        if !self.tracing() {
-            return;
-        }
-        let call = self.calls.get(id).expect("live call");
-        let traced = TracedAttempt {
-            attempt,
-            sent: at,
-            wait: if attempt > 1 { call.st.prev_wait } else { 0 },
-            trigger: call.last_outcome,
-            copy: None,
-            note: Some(note),
-        };
-        self.push_trace(id, traced, Outcome::Status(503), decision);
-    }
-
     /// Whether any intent of this run is traced (without a trace, the
     /// attempt records are not even looked up).
     fn tracing(&self) -> bool {
@@ -90,14 +56,9 @@ impl World<'_> {
         if !it.traced {
             return;
         }
-        let remaining_deadline = (call.st.deadline_at != NEVER).then(|| call.st.deadline_at.saturating_sub(a.sent));
-        let budget = match call.owner {
-            Owner::Client => {
-                let (client, instance) = (it.client as usize, it.instance);
-                self.clients[client].budget(instance).and_then(|b| b.level())
-            }
-            _ => self.edges[call.edge as usize].budget.as_ref().and_then(Budget::level),
-        };
+        let deadline_at = call.machine.st.deadline_at;
+        let remaining_deadline = (deadline_at != NEVER).then(|| deadline_at.saturating_sub(a.sent));
+        let budget = a.budget;
         let record = TraceRecord {
             client: it.client,
             intent: it.seq,

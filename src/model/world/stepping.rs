@@ -63,6 +63,7 @@ impl<'s> World<'s> {
             q: c.q,
             intents: c.intents,
             calls: c.calls,
+            actions: Vec::new(),
             requests: c.requests,
             writes: c.writes,
             services: c.services,

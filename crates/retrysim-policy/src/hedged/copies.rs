@@ -58,6 +58,13 @@ impl<T> LiveCopies<T> {
         Some(self.live.remove(pos))
     }
 
+    /// Changes what the owner keeps beside the first live copy `which` picks.
+    pub fn with_mut(&mut self, which: impl Fn(&LiveCopy<T>) -> bool, change: impl FnOnce(&mut T)) {
+        if let Some(c) = self.live.iter_mut().find(|c| which(c)) {
+            change(&mut c.with);
+        }
+    }
+
     /// Marks the first live copy that `which` picks as past its per-try
     /// timeout; `false` when no live copy matches (it was answered or
     /// given up already).

@@ -1,0 +1,336 @@
+//! One call's whole life under a policy, as a sans-IO state machine: the
+//! simulator and every runtime driver ([`crate::RetryState`],
+//! [`crate::HedgedState`], the tower layers) feed it the same inputs and
+//! carry out the actions it returns, so the rules exist once.
+//!
+//! Inputs (methods of [`Machine`]): the next attempt may go (the call's
+//! start, or a wait that ended), the answer or per-try timeout of an
+//! attempt, the answer or per-try timeout of hedged copy k, the hedging
+//! delay of copy k. Actions ([`Action`]), in the order the driver must
+//! carry them out: send copy k with its timeout, wait (a backoff, or a
+//! throttle token), arm the hedging delay, an attempt or copy ended (and
+//! what it means: retry, give up, hedge, cancel, leave it running), a
+//! gate refused, the call finished.
+//!
+//! The machine holds the call's own state ([`CallState`]) and its copies
+//! out; the state it shares with other calls (budget, breaker, throttle,
+//! hedging clock) is lent to each input as [`Guards`], and every random
+//! number comes from the driver's `draw`, asked for by [`Purpose`] and
+//! attempt number (the simulator keys its draws by them).
+
+mod hedge;
+
+use crate::call::{CallState, Gate, Guards, Next};
+use crate::decision::DenyReason;
+use crate::hedged::{LiveCopies, LiveCopy};
+use crate::time::Nanos;
+use crate::{Outcome, Policy};
+
+/// What a random draw is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// The throttle's admission of attempt `n` (counting from 1).
+    Throttle,
+    /// The jitter of the wait after attempt `n`.
+    Jitter,
+}
+
+/// What an attempt's or a copy's end means for the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// It succeeded and ended the call.
+    Done,
+    /// It failed and the call retries.
+    Retry,
+    /// It failed and the call gives up, for this reason (a hedged copy's
+    /// fatal answer: `not_retryable`).
+    Deny(DenyReason),
+    /// A hedged copy's non-fatal answer: the race goes on.
+    Hedge,
+    /// A hedged copy past its per-try timeout, given up because no further
+    /// copy could go (for `reason`); `last`: no copy is left, the call fails.
+    GivenUp {
+        /// Why no further copy could go.
+        reason: DenyReason,
+        /// No copy is left: the call fails.
+        last: bool,
+    },
+    /// Another copy ended the call: cancel this one at its service.
+    Cancelled,
+    /// Another copy ended the call: leave this one to finish (`cancel = false`).
+    Left,
+}
+
+/// An attempt or copy that ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ended<T> {
+    /// Its number among the call's copies (hedged calls; 0 = the first), or
+    /// the attempt number less one.
+    pub copy: u32,
+    /// Its attempt number, counting from 1.
+    pub attempt: u32,
+    /// When it was sent.
+    pub sent: Nanos,
+    /// What made the caller send it: the previous attempt's outcome, or the
+    /// copy's trigger (`None`: the first, or the hedging delay).
+    pub trigger: Option<Outcome>,
+    /// The wait before it (a retry's backoff; 0 for copies).
+    pub waited: Nanos,
+    /// What the driver bound to the copy ([`Machine::bind`]).
+    pub with: Option<T>,
+    /// How it ended (a timeout for a copy given up, cancelled or left).
+    pub outcome: Outcome,
+    /// What it means for the call.
+    pub fate: Fate,
+    /// The budget's level once the guards learnt it.
+    pub budget: Option<f64>,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// It succeeded.
+    Done,
+    /// A hedged copy's fatal answer ended it.
+    Fatal,
+    /// The policy gave up, for this reason.
+    GaveUp(DenyReason),
+}
+
+/// What the driver does next, in order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Action<T> {
+    /// Send copy `copy` (for calls without hedging, attempt `copy + 1`)
+    /// now, and give it up after `timeout` ([`crate::NEVER`] = none).
+    Send {
+        /// Its number.
+        copy: u32,
+        /// Its timeout: the per-try timeout clipped to the deadline left.
+        timeout: Nanos,
+        /// What made it go (the previous outcome, or a copy's trigger).
+        trigger: Option<Outcome>,
+        /// It held a throttle token it had waited for.
+        held: bool,
+    },
+    /// The throttle holds a token for the next attempt: call
+    /// [`Machine::next_attempt`] after this wait.
+    Hold {
+        /// The wait for the token.
+        wait: Nanos,
+    },
+    /// Retry: call [`Machine::next_attempt`] after this wait (at once when 0).
+    Wait {
+        /// The backoff (or Retry-After).
+        wait: Nanos,
+    },
+    /// Copy `copy` is due after `delay`: call [`Machine::on_hedge_due`] then.
+    HedgeDue {
+        /// The copy that will be due.
+        copy: u32,
+        /// The hedging delay from now.
+        delay: Nanos,
+    },
+    /// An attempt or copy ended.
+    Ended(Ended<T>),
+    /// The throttle refused the next attempt: the call ends with `outcome`
+    /// (the previous attempt's, or 503 when none was sent).
+    Refused {
+        /// The attempt refused, counting from 1.
+        attempt: u32,
+        /// The wait before it (a retry's backoff).
+        waited: Nanos,
+        /// The previous attempt's outcome.
+        trigger: Option<Outcome>,
+        /// The SRE throttle's rejection probability (`None`: an adaptive
+        /// throttle's token would come too late).
+        p: Option<f64>,
+        /// The outcome the call ends with.
+        outcome: Outcome,
+        /// The budget's level.
+        budget: Option<f64>,
+    },
+    /// A hedged copy could not go, for this reason (the race goes on).
+    HedgeRefused(DenyReason),
+    /// The call is over.
+    Finish {
+        /// Its last outcome.
+        outcome: Outcome,
+        /// How it ended.
+        end: End,
+    },
+}
+
+/// A copy out, and what its driver bound to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slot<T> {
+    trigger: Option<Outcome>,
+    with: Option<T>,
+}
+
+impl<T> Slot<T> {
+    /// What the driver bound to the copy ([`Machine::bind`]), if anything yet.
+    pub fn bound(&self) -> Option<&T> {
+        self.with.as_ref()
+    }
+}
+
+/// One call's machine: its own state, its copies out (hedged calls) and
+/// the previous attempt's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine<T> {
+    /// The call's own state (attempts, deadline, previous wait, budget
+    /// refund, a throttle token held).
+    pub st: CallState,
+    /// The copies out, for a policy with `[hedging]`.
+    copies: Option<Box<LiveCopies<Slot<T>>>>,
+    /// The previous attempt's outcome.
+    last: Option<Outcome>,
+}
+
+/// The budget's level, as the guards hold it now.
+#[inline]
+fn level<G: Guards>(guards: &mut G) -> Option<f64> {
+    guards.budget().and_then(|b| b.level())
+}
+
+impl<T> Machine<T> {
+    /// A call in state `st`; `hedged` when its policy has `[hedging]`.
+    pub fn new(st: CallState, hedged: bool) -> Self {
+        Self { st, copies: hedged.then(|| Box::new(LiveCopies::new())), last: None }
+    }
+
+    /// Whether the call hedges (its policy has `[hedging]`).
+    pub fn hedged(&self) -> bool {
+        self.copies.is_some()
+    }
+
+    /// Copies sent so far by a hedged call (0 without hedging): the number
+    /// the next copy gets.
+    pub fn copies_sent(&self) -> u32 {
+        self.copies.as_ref().map_or(0, |c| c.sent())
+    }
+
+    /// The previous attempt's outcome, if any.
+    pub fn last(&self) -> Option<Outcome> {
+        self.last
+    }
+
+    /// The numbers of the hedged copies out, oldest first (none without hedging).
+    pub fn live(&self) -> impl Iterator<Item = u32> + '_ {
+        self.copies.iter().flat_map(|c| c.numbers())
+    }
+
+    /// Binds the driver's data (a request) to copy `copy`, just sent.
+    pub fn bind(&mut self, copy: u32, with: T) {
+        if let Some(c) = self.copies.as_mut() {
+            c.with_mut(|x| x.copy == copy, |s| s.with = Some(with));
+        }
+    }
+
+    /// The next attempt may go: the call's first (after its breaker let it
+    /// through), or one whose wait ended. The throttle admits it (one
+    /// `draw`), the budget and breaker count it, and it is sent; a hedged
+    /// call's first copy arms the hedging delay.
+    pub fn next_attempt<G: Guards>(
+        &mut self,
+        policy: &Policy,
+        guards: &mut G,
+        now: Nanos,
+        mut draw: impl FnMut(Purpose, u64) -> f64,
+        out: &mut Vec<Action<T>>,
+    ) {
+        let held = policy.throttle.is_some() && self.st.admitted;
+        if policy.throttle.is_some() {
+            let n = self.st.attempts as u64 + 1;
+            match self.st.gate(policy, guards, now, || draw(Purpose::Throttle, n)) {
+                Gate::Send => {}
+                Gate::Wait(wait) => return out.push(Action::Hold { wait }),
+                Gate::Refuse { p } => {
+                    let attempt = self.st.attempts + 1;
+                    out.push(Action::Refused {
+                        attempt,
+                        waited: if attempt > 1 { self.st.prev_wait } else { 0 },
+                        trigger: self.last,
+                        p,
+                        outcome: self.last.unwrap_or(Outcome::Status(503)),
+                        budget: level(guards),
+                    });
+                    return;
+                }
+            }
+        }
+        let timeout = self.st.on_send(policy, guards, now);
+        match self.copies.as_mut() {
+            None => out.push(Action::Send { copy: self.st.attempts - 1, timeout, trigger: self.last, held }),
+            Some(copies) => {
+                out.push(Action::Send { copy: copies.sent(), timeout, trigger: None, held });
+                copies.push(now, Slot { trigger: None, with: None });
+                let spec = policy.hedging.as_ref().expect("a hedged call's policy hedges");
+                if let Some(delay) = self.st.hedge_started(spec, guards, now) {
+                    out.push(Action::HedgeDue { copy: 1, delay });
+                }
+            }
+        }
+    }
+
+    /// The current attempt of a call without hedging ended at `now` with
+    /// `outcome` (a timeout when the caller gave it up) and the server's
+    /// Retry-After: the guards learn it and the policy decides.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_outcome<G: Guards>(
+        &mut self,
+        policy: &Policy,
+        guards: &mut G,
+        now: Nanos,
+        outcome: Outcome,
+        retry_after: Option<Nanos>,
+        mut draw: impl FnMut(Purpose, u64) -> f64,
+        out: &mut Vec<Action<T>>,
+    ) {
+        let st = &mut self.st;
+        let (attempt, sent, trigger) = (st.attempts, st.sent_at, self.last);
+        let waited = if attempt > 1 { st.prev_wait } else { 0 };
+        let n = attempt as u64;
+        let next = st.after_outcome(policy, guards, outcome, now, retry_after, || draw(Purpose::Jitter, n));
+        let fate = match next {
+            Next::Done => Fate::Done,
+            Next::Retry { .. } => Fate::Retry,
+            Next::GiveUp(reason) => Fate::Deny(reason),
+        };
+        let ended = Ended {
+            copy: attempt.saturating_sub(1),
+            attempt,
+            sent,
+            trigger,
+            waited,
+            with: None,
+            outcome,
+            fate,
+            budget: level(guards),
+        };
+        out.push(Action::Ended(ended));
+        match next {
+            Next::Done => out.push(Action::Finish { outcome: Outcome::Ok, end: End::Done }),
+            Next::Retry { wait } => {
+                self.last = Some(outcome);
+                out.push(Action::Wait { wait });
+            }
+            Next::GiveUp(reason) => out.push(Action::Finish { outcome, end: End::GaveUp(reason) }),
+        }
+    }
+}
+
+/// A copy taken out of the race, as an [`Ended`] with its fate.
+fn ended<T>(c: LiveCopy<Slot<T>>, outcome: Outcome, fate: Fate, budget: Option<f64>) -> Ended<T> {
+    Ended {
+        copy: c.copy,
+        attempt: c.copy + 1,
+        sent: c.sent,
+        trigger: c.with.trigger,
+        waited: 0,
+        with: c.with.with,
+        outcome,
+        fate,
+        budget,
+    }
+}
