@@ -52,37 +52,6 @@ pub trait Guards {
     }
 }
 
-/// Guards held in separate places, each lent by `&mut`.
-#[derive(Debug, Default)]
-pub struct Lent<'a> {
-    /// The retry budget, if any.
-    pub budget: Option<&'a mut Budget>,
-    /// The circuit breaker, if any.
-    pub breaker: Option<&'a mut Breaker>,
-    /// The client-side throttle, if any.
-    pub throttle: Option<&'a mut Throttle>,
-    /// The hedging clock, if any.
-    pub hedger: Option<&'a mut Hedger>,
-}
-
-impl Guards for Lent<'_> {
-    fn budget(&mut self) -> Option<&mut Budget> {
-        self.budget.as_deref_mut()
-    }
-
-    fn breaker(&mut self) -> Option<&mut Breaker> {
-        self.breaker.as_deref_mut()
-    }
-
-    fn throttle(&mut self) -> Option<&mut Throttle> {
-        self.throttle.as_deref_mut()
-    }
-
-    fn hedger(&mut self) -> Option<&mut Hedger> {
-        self.hedger.as_deref_mut()
-    }
-}
-
 /// Whether a new call may start now: its breaker (if any) lets a first
 /// attempt through.
 #[inline]
@@ -276,7 +245,39 @@ mod tests {
     use super::*;
     use crate::breaker::{BreakerKind, BreakerSpec};
     use crate::budget::BudgetKind;
+    use crate::hedge::Hedger;
     use crate::{RetryOn, SplitMix, random::Random};
+
+    /// Guards held in separate places, each lent by `&mut`.
+    #[derive(Debug, Default)]
+    struct Lent<'a> {
+        /// The retry budget, if any.
+        budget: Option<&'a mut Budget>,
+        /// The circuit breaker, if any.
+        breaker: Option<&'a mut Breaker>,
+        /// The client-side throttle, if any.
+        throttle: Option<&'a mut Throttle>,
+        /// The hedging clock, if any.
+        hedger: Option<&'a mut Hedger>,
+    }
+
+    impl Guards for Lent<'_> {
+        fn budget(&mut self) -> Option<&mut Budget> {
+            self.budget.as_deref_mut()
+        }
+
+        fn breaker(&mut self) -> Option<&mut Breaker> {
+            self.breaker.as_deref_mut()
+        }
+
+        fn throttle(&mut self) -> Option<&mut Throttle> {
+            self.throttle.as_deref_mut()
+        }
+
+        fn hedger(&mut self) -> Option<&mut Hedger> {
+            self.hedger.as_deref_mut()
+        }
+    }
 
     const MS: Nanos = 1_000_000;
 

@@ -17,6 +17,10 @@
 //! - [`RetryState`]: one call, step by step ([`Admit`] before each
 //!   attempt, [`Decision`] after each outcome); [`HedgedState`] for a
 //!   policy with `[hedging]`.
+//! - [`Call`]: the sans-IO machine underneath them, which the simulator
+//!   runs too: [`CallInput`]s in (start, timer, answer or timeout of copy
+//!   k), [`CallAction`]s out (send copy k, wake at t, abandon copy k,
+//!   finish).
 //! - [`retry`] / [`retry_with`]: the loop for blocking code.
 //! - Feature `tower`: `tower::RetryLayer` and `tower::HedgeLayer` wrap any
 //!   tower `Service` (reqwest, tonic, hyper clients).
@@ -121,7 +125,7 @@ pub use backoff::Backoff;
 pub use backoff::{BackoffKind, Jitter};
 pub use builder::PolicyBuilder;
 #[doc(hidden)]
-pub use call::{CallState, Gate, Guards, Lent, first_allowed};
+pub use call::{CallState, Gate, Guards, first_allowed};
 pub use decision::DenyReason;
 #[doc(hidden)]
 pub use decision::{RetryContext, decide};
@@ -129,6 +133,7 @@ pub use decision::{RetryContext, decide};
 pub use error::{InputError, InputResult};
 pub use error::{PolicyError, PolicyErrorKind};
 pub use hedged::HedgedState;
+pub use machine::{Call, CallAction, CallInput};
 pub use outcome::Outcome;
 #[doc(hidden)]
 pub use outcome::RetryOn;

@@ -18,7 +18,10 @@
 //! number comes from the driver's `draw`, asked for by [`Purpose`] and
 //! attempt number (the simulator keys its draws by them).
 
+mod driven;
 mod hedge;
+
+pub use driven::{Call, CallAction, CallInput};
 
 use crate::call::{CallState, Gate, Guards, Next};
 use crate::decision::DenyReason;

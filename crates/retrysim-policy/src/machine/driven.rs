@@ -1,0 +1,303 @@
+//! [`Call`]: the call machine with the public units — feed it what
+//! happened ([`CallInput`]) at the [`Instant`] it happened, carry out what it
+//! says ([`CallAction`]).
+
+use super::{Action, End, Fate, Machine, Slot};
+use crate::Outcome;
+use crate::call::{CallState, first_allowed};
+use crate::decision::DenyReason;
+use crate::hedged::LiveCopy;
+use crate::random::Random;
+use crate::state::{Draws, Shared};
+use crate::time::{duration, nanos};
+use std::time::{Duration, Instant};
+
+/// What happened to a call.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallInput {
+    /// The call starts.
+    Start,
+    /// The time the last [`CallAction::WakeAt`] named has come.
+    Timer,
+    /// Copy `copy` (for a call without hedging, attempt `copy + 1`) answered.
+    Answer {
+        /// The copy.
+        copy: u32,
+        /// How it ended.
+        outcome: Outcome,
+        /// The server's Retry-After, if any.
+        retry_after: Option<Duration>,
+    },
+    /// Copy `copy`'s per-try timeout (the `timeout` of its [`CallAction::Send`]) passed.
+    Timeout {
+        /// The copy.
+        copy: u32,
+    },
+}
+
+/// What the driver does, in order.
+#[must_use = "the steps say what the caller must do next"]
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallAction {
+    /// Send copy `copy` now, and report [`CallInput::Timeout`] after `timeout`
+    /// (`None`: no timeout) unless it answered first.
+    Send {
+        /// The copy: 0, 1, 2, … in the order sent.
+        copy: u32,
+        /// Its per-try timeout clipped to the deadline left.
+        timeout: Option<Duration>,
+    },
+    /// Report [`CallInput::Timer`] at this instant (a backoff, a throttle
+    /// token, or the next hedge's delay); it replaces any earlier one.
+    WakeAt(Instant),
+    /// Stop waiting for copy `copy`: another copy won, or it was given up
+    /// after its per-try timeout. `cancel`: cancel it at the server (reset
+    /// the stream, close the connection); otherwise leave it to finish.
+    Abandon {
+        /// The copy.
+        copy: u32,
+        /// Cancel it at the server.
+        cancel: bool,
+    },
+    /// The call is over: `Ok` with the last answer, or why the policy gave
+    /// up (with the last answer, if any).
+    Finish(Result<(), DenyReason>),
+}
+
+/// One call under a policy as a sans-IO state machine: the same machine
+/// the simulator runs, in [`Instant`]s and [`Duration`]s. It owns what it
+/// holds, so it lives in `'static` futures.
+///
+/// ```
+/// use retrysim_policy::{Call, CallInput, Outcome, Policy, Shared, SplitMix, CallAction};
+/// use std::time::{Duration, Instant};
+///
+/// let policy = Policy::builder()
+///     .max_attempts(3)
+///     .per_try_timeout(Duration::from_millis(100))
+///     .retry_on(["503"])
+///     .build()?;
+/// let client = Shared::new(policy);
+/// let t0 = Instant::now();
+/// let mut call = Call::new(client, SplitMix::new(1));
+/// assert_eq!(call.handle(CallInput::Start, t0), [CallAction::Send { copy: 0, timeout: Some(Duration::from_millis(100)) }]);
+/// let answer = CallInput::Answer { copy: 0, outcome: Outcome::Status(503), retry_after: None };
+/// // No backoff in this policy: the retry goes at once.
+/// assert_eq!(call.handle(answer, t0), [CallAction::Send { copy: 1, timeout: Some(Duration::from_millis(100)) }]);
+/// let answer = CallInput::Answer { copy: 1, outcome: Outcome::Ok, retry_after: None };
+/// assert_eq!(call.handle(answer, t0), [CallAction::Finish(Ok(()))]);
+/// # Ok::<(), retrysim_policy::PolicyError>(())
+/// ```
+pub struct Call<R: Random> {
+    shared: Shared,
+    draws: Draws<R>,
+    machine: Machine<()>,
+    /// What [`CallInput::Timer`] means: the next attempt, or copy k's hedging delay.
+    timer: Option<Timer>,
+    /// The attempt out, for a call without hedging.
+    current: Option<u32>,
+    over: bool,
+    out: Vec<Action<()>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    NextAttempt,
+    Hedge(u32),
+}
+
+impl<R: Random> Call<R> {
+    /// A call of the client `shared` on an idempotent operation; a policy
+    /// with `[hedging]` hedges. Its deadline runs from [`CallInput::Start`].
+    pub fn new(shared: Shared, rng: R) -> Self {
+        let hedged = shared.policy().hedging.is_some();
+        let st = CallState::new(0, 0, true, false);
+        let machine = Machine::new(st, hedged);
+        Self { shared, draws: Draws::new(rng), machine, timer: None, current: None, over: false, out: Vec::new() }
+    }
+
+    /// Declares the operation: idempotent or not, and whether an
+    /// idempotency key is sent with every attempt.
+    pub fn operation(mut self, idempotent: bool, key_sent: bool) -> Self {
+        self.machine.st.idempotent = idempotent;
+        self.machine.st.key_sent = key_sent;
+        self
+    }
+
+    /// Attempts (copies) sent so far.
+    pub fn attempts(&self) -> u32 {
+        self.machine.st.attempts
+    }
+
+    /// Whether the call is over (every further input is ignored).
+    pub fn is_over(&self) -> bool {
+        self.over
+    }
+
+    /// Takes `input`, which happened at `now`, and returns what to do.
+    pub fn handle(&mut self, input: CallInput, now: Instant) -> Vec<CallAction> {
+        let mut steps = Vec::new();
+        if self.over {
+            return steps;
+        }
+        let t = self.shared.at(now);
+        let shared = self.shared.clone();
+        let policy = shared.policy();
+        let mut guard = shared.lock();
+        let s = &mut *guard;
+        self.out.clear();
+        let mut draw = self.draws.draw();
+        let m = &mut self.machine;
+        match input {
+            CallInput::Start => {
+                if m.st.attempts > 0 {
+                    return steps;
+                }
+                m.st = CallState::new(CallState::deadline_from(policy, t), t, m.st.idempotent, m.st.key_sent);
+                if !first_allowed(s, t) {
+                    self.over = true;
+                    steps.push(CallAction::Finish(Err(DenyReason::BreakerOpen)));
+                    return steps;
+                }
+                m.next_attempt(policy, s, t, |_, _| draw(), &mut self.out);
+            }
+            CallInput::Timer => match self.timer.take() {
+                Some(Timer::NextAttempt) => m.next_attempt(policy, s, t, |_, _| draw(), &mut self.out),
+                Some(Timer::Hedge(copy)) => m.on_hedge_due(policy, s, t, copy, |_, _| draw(), &mut self.out),
+                None => {}
+            },
+            CallInput::Answer { copy, outcome, retry_after } => {
+                if m.hedged() {
+                    let which = |c: &LiveCopy<Slot<()>>| c.copy == copy;
+                    m.on_copy_answer(policy, s, t, which, outcome, |_, _| draw(), &mut self.out);
+                } else if self.current == Some(copy) {
+                    self.current = None;
+                    let ra = retry_after.map(nanos);
+                    m.on_outcome(policy, s, t, outcome, ra, |_, _| draw(), &mut self.out);
+                }
+            }
+            CallInput::Timeout { copy } => {
+                if m.hedged() {
+                    let which = |c: &LiveCopy<Slot<()>>| c.copy == copy;
+                    m.on_copy_timeout(policy, s, t, which, |_, _| draw(), &mut self.out);
+                } else if self.current == Some(copy) {
+                    self.current = None;
+                    steps.push(CallAction::Abandon { copy, cancel: policy.cancel_on_timeout });
+                    m.on_outcome(policy, s, t, Outcome::Timeout, None, |_, _| draw(), &mut self.out);
+                }
+            }
+        }
+        drop(draw);
+        drop(guard);
+        self.carry_out(now, &mut steps);
+        steps
+    }
+
+    /// The machine's actions as steps; a retry without a wait goes at once.
+    fn carry_out(&mut self, now: Instant, steps: &mut Vec<CallAction>) {
+        let cancel_on_timeout = self.shared.policy().cancel_on_timeout;
+        let mut again = false;
+        for a in self.out.drain(..) {
+            match a {
+                Action::Send { copy, timeout, .. } => {
+                    if !self.machine.hedged() {
+                        self.current = Some(copy);
+                    }
+                    steps.push(CallAction::Send { copy, timeout: duration(timeout) });
+                }
+                Action::Wait { wait: 0 } => again = true,
+                Action::Hold { wait } | Action::Wait { wait } => {
+                    self.timer = Some(Timer::NextAttempt);
+                    steps.push(CallAction::WakeAt(now + Duration::from_nanos(wait)));
+                }
+                Action::HedgeDue { copy, delay } => {
+                    self.timer = Some(Timer::Hedge(copy));
+                    steps.push(CallAction::WakeAt(now + Duration::from_nanos(delay)));
+                }
+                Action::Ended(e) => match e.fate {
+                    Fate::Cancelled => steps.push(CallAction::Abandon { copy: e.copy, cancel: true }),
+                    Fate::Left => steps.push(CallAction::Abandon { copy: e.copy, cancel: false }),
+                    Fate::GivenUp { .. } => steps.push(CallAction::Abandon { copy: e.copy, cancel: cancel_on_timeout }),
+                    _ => {}
+                },
+                Action::Refused { .. } => {
+                    self.over = true;
+                    steps.push(CallAction::Finish(Err(DenyReason::Throttled)));
+                }
+                Action::HedgeRefused(_) => {}
+                Action::Finish { end, .. } => {
+                    self.over = true;
+                    self.timer = None;
+                    steps.push(CallAction::Finish(match end {
+                        End::Done => Ok(()),
+                        End::Fatal => Err(DenyReason::NotRetryable),
+                        End::GaveUp(reason) => Err(reason),
+                    }));
+                }
+            }
+        }
+        if again {
+            // A retry that does not wait goes at once.
+            self.timer = Some(Timer::NextAttempt);
+            steps.extend(self.handle(CallInput::Timer, now));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BackoffKind, Policy, SplitMix};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_backoff_is_a_wake_up_and_a_timeout_abandons_the_attempt() {
+        let policy = Policy::builder()
+            .max_attempts(2)
+            .per_try_timeout(ms(100))
+            .retry_on(["timeout"])
+            .backoff(BackoffKind::Constant, ms(40), ms(40))
+            .cancel_on_timeout(true)
+            .build()
+            .unwrap();
+        let t0 = Instant::now();
+        let mut call = Call::new(Shared::with_origin(policy, t0), SplitMix::new(1));
+        assert_eq!(call.handle(CallInput::Start, t0), [CallAction::Send { copy: 0, timeout: Some(ms(100)) }]);
+        let late = CallInput::Answer { copy: 1, outcome: Outcome::Ok, retry_after: None };
+        assert!(call.handle(late, t0).is_empty(), "an answer for an attempt not out is ignored");
+        assert_eq!(
+            call.handle(CallInput::Timeout { copy: 0 }, t0 + ms(100)),
+            [CallAction::Abandon { copy: 0, cancel: true }, CallAction::WakeAt(t0 + ms(140))]
+        );
+        assert_eq!(call.handle(CallInput::Timer, t0 + ms(140)), [CallAction::Send { copy: 1, timeout: Some(ms(100)) }]);
+        let steps = call.handle(CallInput::Timeout { copy: 1 }, t0 + ms(240));
+        assert_eq!(
+            steps,
+            [CallAction::Abandon { copy: 1, cancel: true }, CallAction::Finish(Err(DenyReason::Attempts))]
+        );
+        assert!(call.is_over());
+        assert!(call.handle(CallInput::Timer, t0 + ms(300)).is_empty());
+    }
+
+    #[test]
+    fn hedged_copies_race_and_the_winner_cancels_the_rest() {
+        let policy = Policy::builder().per_try_timeout(ms(500)).retry_on(["503"]).hedging(3, ms(50)).build().unwrap();
+        let t0 = Instant::now();
+        let mut call = Call::new(Shared::with_origin(policy, t0), SplitMix::new(1));
+        let send = |copy| CallAction::Send { copy, timeout: Some(ms(500)) };
+        assert_eq!(call.handle(CallInput::Start, t0), [send(0), CallAction::WakeAt(t0 + ms(50))]);
+        assert_eq!(call.handle(CallInput::Timer, t0 + ms(50)), [send(1), CallAction::WakeAt(t0 + ms(100))]);
+        let won = CallInput::Answer { copy: 1, outcome: Outcome::Ok, retry_after: None };
+        assert_eq!(
+            call.handle(won, t0 + ms(80)),
+            [CallAction::Abandon { copy: 0, cancel: true }, CallAction::Finish(Ok(()))],
+            "copy 1 wins: copy 0 is cancelled, no copy 2 goes"
+        );
+        assert!(call.handle(CallInput::Timer, t0 + ms(100)).is_empty(), "the call is over");
+    }
+}
