@@ -118,6 +118,7 @@ pub mod units;
 #[doc(hidden)]
 pub mod validate;
 #[cfg(feature = "vectors")]
+#[doc(hidden)]
 pub mod vectors;
 
 #[doc(hidden)]

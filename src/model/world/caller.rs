@@ -13,7 +13,7 @@ use retrysim_policy::machine::{End, Ended, Fate};
 
 /// The simulator's random-number purpose of a machine's draw.
 #[inline]
-pub(super) fn draw_purpose(p: Purpose) -> u64 {
+fn draw_purpose(p: Purpose) -> u64 {
     match p {
         Purpose::Throttle => purpose::THROTTLE,
         Purpose::Jitter => purpose::JITTER,
@@ -120,6 +120,37 @@ impl World<'_> {
     /// The call's next attempt may go (its start, or a wait that ended):
     /// its machine admits and sends it.
     pub(super) fn send(&mut self, id: Id) {
+        let Some(call) = self.calls.get_mut(id) else {
+            return;
+        };
+        if self.s.edge_policy(call.edge as usize).throttle.is_some() && !call.machine.st.admitted {
+            call.throttle_wait = 0;
+        }
+        self.call_step(id, |m, policy, guards, now, draw, out| m.next_attempt(policy, guards, now, draw, out));
+    }
+
+    /// The call's machine learnt the outcome of its current attempt (a
+    /// call without hedging) and decided, against this call's guards.
+    fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
+        self.call_step(id, |m, policy, guards, now, draw, out| {
+            m.on_outcome(policy, guards, now, outcome, retry_after, draw, out)
+        });
+    }
+
+    /// Runs one input of a call's machine against the call's guards, with
+    /// the call's keyed draws, and carries out the actions.
+    pub(super) fn call_step(
+        &mut self,
+        id: Id,
+        input: impl FnOnce(
+            &mut Machine<Id>,
+            &Policy,
+            &mut Lent<'_>,
+            Nanos,
+            &dyn Fn(Purpose, u64) -> f64,
+            &mut Vec<Action<Id>>,
+        ),
+    ) {
         let now = self.q.now();
         let Some(call) = self.calls.get(id) else {
             return;
@@ -127,30 +158,12 @@ impl World<'_> {
         let g = self.guard(call);
         let policy = self.s.edge_policy(g.edge);
         let call = self.calls.get_mut(id).expect("live call");
-        if policy.throttle.is_some() && !call.machine.st.admitted {
-            call.throttle_wait = 0;
-        }
         let key = call.key;
         let mut out = std::mem::take(&mut self.actions);
         let rng = &self.rng;
         let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
-        call.machine.next_attempt(policy, &mut guards, now, |p, n| rng.unit(&[draw_purpose(p), key, n]), &mut out);
-        self.carry_out(id, out);
-    }
-
-    /// The call's machine learnt the outcome of its current attempt (a
-    /// call without hedging) and decided, against this call's guards.
-    fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
-        let now = self.q.now();
-        let g = self.guard(self.calls.get(id).expect("live call"));
-        let policy = self.s.edge_policy(g.edge);
-        let call = self.calls.get_mut(id).expect("live call");
-        let key = call.key;
-        let mut out = std::mem::take(&mut self.actions);
-        let rng = &self.rng;
-        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
-        let draw = |p, n| rng.unit(&[draw_purpose(p), key, n]);
-        call.machine.on_outcome(policy, &mut guards, now, outcome, retry_after, draw, &mut out);
+        let draw = |p: Purpose, n: u64| rng.unit(&[draw_purpose(p), key, n]);
+        input(&mut call.machine, policy, &mut guards, now, &draw, &mut out);
         self.carry_out(id, out);
     }
 

@@ -10,7 +10,6 @@
 //! are the call machine's ([`retrysim_policy::machine`]); this file feeds
 //! it a hedged call's events and carries out what a copy's end means here.
 
-use super::caller::{Lent, draw_purpose};
 use super::settle::TracedAttempt;
 use super::*;
 use crate::metrics::TraceNote;
@@ -21,13 +20,13 @@ impl World<'_> {
     /// The hedging delay for copy `copy` is over: send it, unless an answer
     /// came first or it went out already after a non-fatal answer.
     pub(super) fn on_hedge(&mut self, id: Id, copy: u32) {
-        self.hedge_step(id, |m, policy, guards, now, draw, out| m.on_hedge_due(policy, guards, now, copy, draw, out));
+        self.call_step(id, |m, policy, guards, now, draw, out| m.on_hedge_due(policy, guards, now, copy, draw, out));
     }
 
     /// An answer arrived for copy `req` of hedged call `id`.
     pub(super) fn on_copy_outcome(&mut self, id: Id, req: Id, outcome: Outcome) {
         let which = move |c: &LiveCopy<Slot<Id>>| c.with.bound() == Some(&req);
-        self.hedge_step(id, |m, policy, guards, now, draw, out| {
+        self.call_step(id, |m, policy, guards, now, draw, out| {
             m.on_copy_answer(policy, guards, now, which, outcome, draw, out)
         });
     }
@@ -35,39 +34,9 @@ impl World<'_> {
     /// A copy's per-try timeout passed.
     pub(super) fn on_copy_expired(&mut self, id: Id, req: Id) {
         let which = move |c: &LiveCopy<Slot<Id>>| c.with.bound() == Some(&req);
-        self.hedge_step(id, |m, policy, guards, now, draw, out| {
+        self.call_step(id, |m, policy, guards, now, draw, out| {
             m.on_copy_timeout(policy, guards, now, which, draw, out)
         });
-    }
-
-    /// Runs one input of a hedged call's machine against its guards and
-    /// carries out the actions.
-    fn hedge_step(
-        &mut self,
-        id: Id,
-        input: impl FnOnce(
-            &mut Machine<Id>,
-            &Policy,
-            &mut Lent<'_>,
-            Nanos,
-            &dyn Fn(Purpose, u64) -> f64,
-            &mut Vec<Action<Id>>,
-        ),
-    ) {
-        let now = self.q.now();
-        let Some(call) = self.calls.get(id) else {
-            return;
-        };
-        let g = self.guard(call);
-        let policy = self.s.edge_policy(g.edge);
-        let call = self.calls.get_mut(id).expect("live call");
-        let key = call.key;
-        let mut out = std::mem::take(&mut self.actions);
-        let rng = &self.rng;
-        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
-        let draw = |p: Purpose, n: u64| rng.unit(&[draw_purpose(p), key, n]);
-        input(&mut call.machine, policy, &mut guards, now, &draw, &mut out);
-        self.carry_out(id, out);
     }
 
     /// An attempt or copy ended: a hedged copy's request is given up,
