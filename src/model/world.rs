@@ -477,21 +477,24 @@ impl<'s> World<'s> {
         let duration = self.s.duration;
         loop {
             // What the last step caused at zero delay comes before any event.
-            while let Some(ev) = self.immediate.pop_front() {
-                self.handle(ev);
-            }
-            // Ctrl-C: stop early; the caller reports the run as interrupted.
-            if self.q.events_processed().is_multiple_of(INTERRUPT_POLL) {
-                if crate::interrupt::requested() {
-                    return false;
+            let ev = match self.immediate.pop_front() {
+                Some(ev) => ev,
+                None => {
+                    // Ctrl-C: stop early; the caller reports the run as interrupted.
+                    if self.q.events_processed().is_multiple_of(INTERRUPT_POLL) {
+                        if crate::interrupt::requested() {
+                            return false;
+                        }
+                        self.report_progress(self.q.now());
+                    }
+                    // Past the arrival window with every intent settled, what is left
+                    // are stale timeouts: the run is over.
+                    let settled = self.intents.is_empty() && self.writes.is_empty();
+                    let Some((_, ev)) = self.q.pop_if(|t| t <= until && !(t >= duration && settled)) else {
+                        return self.q.peek_time().is_some_and(|t| t <= stop && !(t >= duration && settled));
+                    };
+                    ev
                 }
-                self.report_progress(self.q.now());
-            }
-            // Past the arrival window with every intent settled, what is left
-            // are stale timeouts: the run is over.
-            let settled = self.intents.is_empty() && self.writes.is_empty();
-            let Some((_, ev)) = self.q.pop_if(|t| t <= until && !(t >= duration && settled)) else {
-                return self.q.peek_time().is_some_and(|t| t <= stop && !(t >= duration && settled));
             };
             self.handle(ev);
         }
