@@ -20,6 +20,7 @@
 #   DURATION=...          one arrival window instead of DURATIONS
 #   INSTRUCTIONS=1        count instructions with callgrind (empty: skip)
 #   PYTHON=python3
+#   CARGO_TARGET_DIR      where cargo builds (default: target/ at the root)
 # Exit status: 0 all agree, 1 they disagree, 2 a tool failed.
 set -euo pipefail
 
@@ -42,8 +43,9 @@ if [[ -n "$INSTRUCTIONS" ]] && ! command -v valgrind >/dev/null; then
 fi
 echo "building retrysim and the minimal loop --release ..." >&2
 (cd "$root" && cargo build --release --quiet --bin retrysim --example limit)
-retrysim="$root/target/release/retrysim"
-limit="$root/target/release/examples/limit"
+target="${CARGO_TARGET_DIR:-$root/target}"
+retrysim="$target/release/retrysim"
+limit="$target/release/examples/limit"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -437,6 +437,13 @@ pub struct World<'s> {
     brownouts: bool,
     /// Simulated time of the arrival window already reported to [`crate::progress`].
     progress_reported: Nanos,
+    /// Zero-latency hops (a request reaching its service, an answer reaching
+    /// its caller) and zero timeouts, waiting for the step that caused them
+    /// to finish: [`World::advance_to`] handles them first in, first out,
+    /// before it takes the next event from the queue. Not events: they never
+    /// enter the queue and do not count in [`EventQueue::events_processed`].
+    /// Empty between two steps of the run.
+    immediate: VecDeque<Event>,
 }
 
 /// Runs replication `replication` of `scenario` to its end.
@@ -470,40 +477,53 @@ impl<'s> World<'s> {
         let until = stop.min(limit);
         let duration = self.s.duration;
         loop {
-            // Ctrl-C: stop early; the caller reports the run as interrupted.
-            if self.q.events_processed().is_multiple_of(INTERRUPT_POLL) {
-                if crate::interrupt::requested() {
-                    return false;
-                }
-                self.report_progress(self.q.now());
-            }
-            // Past the arrival window with every intent settled, what is left
-            // are stale timeouts: the run is over.
-            let settled = self.intents.is_empty() && self.writes.is_empty();
-            let Some((_, ev)) = self.q.pop_if(|t| t <= until && !(t >= duration && settled)) else {
-                return self.q.peek_time().is_some_and(|t| t <= stop && !(t >= duration && settled));
-            };
-            match ev {
-                Event::Arrival { client, instance } => self.on_arrival(client as usize, instance),
-                Event::Reach { req } => self.on_reach(req),
-                Event::Done { req } => self.on_done(req),
-                Event::Reply { req } => self.on_reply(req),
-                Event::Expire { req } => self.on_expire(req),
-                Event::Retry { call } => self.send(call),
-                Event::Crash { fault } => self.on_crash(fault as usize),
-                Event::RecordWrite { write } => self.on_record_write(write),
-                Event::Capacity { service } => {
-                    let st = &self.services[service as usize];
-                    let first = st.first_host as usize;
-                    for h in first..first + self.s.services[service as usize].hosts.replicas as usize {
-                        self.fill_workers(h);
+            // What the last step caused at zero delay comes before any event.
+            let ev = match self.immediate.pop_front() {
+                Some(ev) => ev,
+                None => {
+                    // Ctrl-C: stop early; the caller reports the run as interrupted.
+                    if self.q.events_processed().is_multiple_of(INTERRUPT_POLL) {
+                        if crate::interrupt::requested() {
+                            return false;
+                        }
+                        self.report_progress(self.q.now());
                     }
+                    // Past the arrival window with every intent settled, what is left
+                    // are stale timeouts: the run is over.
+                    let settled = self.intents.is_empty() && self.writes.is_empty();
+                    let Some((_, ev)) = self.q.pop_if(|t| t <= until && !(t >= duration && settled)) else {
+                        return self.q.peek_time().is_some_and(|t| t <= stop && !(t >= duration && settled));
+                    };
+                    ev
                 }
-                Event::Speed { fault } => self.on_speed(fault as usize),
-                Event::Sweep { service } => self.on_sweep(service as usize),
-                Event::Flush { fault } => self.on_flush(fault as usize),
-                Event::Hedge { call, copy } => self.on_hedge(call, copy),
+            };
+            self.handle(ev);
+        }
+    }
+
+    /// Handles one event (or one zero-delay hop or timeout) at the current time.
+    #[inline(always)]
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Arrival { client, instance } => self.on_arrival(client as usize, instance),
+            Event::Reach { req } => self.on_reach(req),
+            Event::Done { req } => self.on_done(req),
+            Event::Reply { req } => self.on_reply(req),
+            Event::Expire { req } => self.on_expire(req),
+            Event::Retry { call } => self.send(call),
+            Event::Crash { fault } => self.on_crash(fault as usize),
+            Event::RecordWrite { write } => self.on_record_write(write),
+            Event::Capacity { service } => {
+                let st = &self.services[service as usize];
+                let first = st.first_host as usize;
+                for h in first..first + self.s.services[service as usize].hosts.replicas as usize {
+                    self.fill_workers(h);
+                }
             }
+            Event::Speed { fault } => self.on_speed(fault as usize),
+            Event::Sweep { service } => self.on_sweep(service as usize),
+            Event::Flush { fault } => self.on_flush(fault as usize),
+            Event::Hedge { call, copy } => self.on_hedge(call, copy),
         }
     }
 

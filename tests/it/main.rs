@@ -80,3 +80,4 @@ mod tune_space;
 mod tutorial;
 mod untrusted_inputs;
 mod warmup_checks;
+mod zero_delays;

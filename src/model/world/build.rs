@@ -135,6 +135,7 @@ impl<'s> World<'s> {
             slowdowns: s.faults.iter().any(|f| matches!(f.kind, FaultKind::Slowdown { .. })),
             brownouts: s.faults.iter().any(|f| matches!(f.kind, FaultKind::Brownout { .. })),
             progress_reported: 0,
+            immediate: VecDeque::with_capacity(16),
         };
         for c in 0..s.clients.len() {
             w.schedule_first_arrivals(c);

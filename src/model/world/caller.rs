@@ -359,7 +359,11 @@ impl World<'_> {
         if g.owner == Owner::Client {
             self.m.series.at(now).attempts += 1;
         }
-        if timeout != NEVER {
+        if timeout == 0 {
+            // No time to wait (the deadline has passed): the caller gives up
+            // right after this step, before the request can reach its service.
+            self.immediate.push_back(Event::Expire { req });
+        } else if timeout != NEVER {
             // A full per-try timeout has one length per policy: a FIFO lane.
             if timeout == policy.per_try_timeout {
                 self.q.schedule_fixed(timeout, Event::Expire { req });
@@ -384,7 +388,10 @@ impl World<'_> {
                 _ => {}
             }
         }
-        if matches!(self.s.edges[edge].latency, crate::model::Dist::Const(c) if c == lat) {
+        if lat == 0 {
+            // No latency: no event; it reaches its service right after this step.
+            self.immediate.push_back(Event::Reach { req });
+        } else if matches!(self.s.edges[edge].latency, crate::model::Dist::Const(c) if c == lat) {
             self.q.schedule_fixed(lat, Event::Reach { req });
         } else {
             self.q.schedule_in(lat, Event::Reach { req });

@@ -272,7 +272,10 @@ impl World<'_> {
         r.answer = outcome;
         r.retry_after = retry_after;
         r.answered = true;
-        if matches!(self.s.edges[edge].latency, crate::model::Dist::Const(_)) {
+        if lat == 0 {
+            // No latency: no event; it reaches its caller right after this step.
+            self.immediate.push_back(Event::Reply { req: id });
+        } else if matches!(self.s.edges[edge].latency, crate::model::Dist::Const(_)) {
             self.q.schedule_fixed(lat, Event::Reply { req: id });
         } else {
             self.q.schedule_in(lat, Event::Reply { req: id });

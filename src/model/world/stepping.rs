@@ -75,6 +75,7 @@ impl<'s> World<'s> {
             slowdowns: c.slowdowns,
             brownouts: c.brownouts,
             progress_reported: c.progress_reported,
+            immediate: c.immediate,
         };
         for (state, spec) in w.clients.iter_mut().zip(&s.clients) {
             state.guards.add_missing(spec);
