@@ -50,6 +50,13 @@ pub trait Guards {
     fn hedger(&mut self) -> Option<&mut Hedger> {
         None
     }
+    /// Whether the driver records each attempt's end: the machine reports
+    /// an [`crate::machine::Ended`] for every attempt of a call without
+    /// hedging, and the budget's level with every end. A driver that does
+    /// not (a simulation without a trace) saves both.
+    fn records_ends(&self) -> bool {
+        true
+    }
 }
 
 /// Whether a new call may start now: its breaker (if any) lets a first

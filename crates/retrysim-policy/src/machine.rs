@@ -79,13 +79,15 @@ pub struct Ended<T> {
     pub trigger: Option<Outcome>,
     /// The wait before it (a retry's backoff; 0 for copies).
     pub waited: Nanos,
-    /// What the driver bound to the copy ([`Machine::bind`]).
+    /// What the driver bound to the copy ([`Machine::bind`]); `None` for an
+    /// attempt of a call without hedging.
     pub with: Option<T>,
     /// How it ended (a timeout for a copy given up, cancelled or left).
     pub outcome: Outcome,
     /// What it means for the call.
     pub fate: Fate,
-    /// The budget's level once the guards learnt it.
+    /// The budget's level once the guards learnt it (if the driver records
+    /// ends, [`Guards::records_ends`]).
     pub budget: Option<f64>,
 }
 
@@ -100,7 +102,10 @@ pub enum End {
     GaveUp(DenyReason),
 }
 
-/// What the driver does next, in order.
+/// What the driver does next, in order. An attempt of a call without
+/// hedging is reported [`Action::Ended`] only to a driver that records
+/// ends ([`Guards::records_ends`]); a hedged copy's end always is (its
+/// driver must abandon or cancel it).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Action<T> {
     /// Send copy `copy` (for calls without hedging, attempt `copy + 1`)
@@ -190,9 +195,13 @@ pub struct Machine<T> {
     last: Option<Outcome>,
 }
 
-/// The budget's level, as the guards hold it now.
+/// The budget's level, as the guards hold it now (`None` when the driver
+/// does not want it).
 #[inline]
 fn level<G: Guards>(guards: &mut G) -> Option<f64> {
+    if !guards.records_ends() {
+        return None;
+    }
     guards.budget().and_then(|b| b.level())
 }
 
@@ -300,18 +309,11 @@ impl<T> Machine<T> {
             Next::Retry { .. } => Fate::Retry,
             Next::GiveUp(reason) => Fate::Deny(reason),
         };
-        let ended = Ended {
-            copy: attempt.saturating_sub(1),
-            attempt,
-            sent,
-            trigger,
-            waited,
-            with: None,
-            outcome,
-            fate,
-            budget: level(guards),
-        };
-        out.push(Action::Ended(ended));
+        if guards.records_ends() {
+            let budget = level(guards);
+            let copy = attempt.saturating_sub(1);
+            out.push(Action::Ended(Ended { copy, attempt, sent, trigger, waited, with: None, outcome, fate, budget }));
+        }
         match next {
             Next::Done => out.push(Action::Finish { outcome: Outcome::Ok, end: End::Done }),
             Next::Retry { wait } => {

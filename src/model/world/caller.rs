@@ -35,11 +35,14 @@ pub(super) struct Lent<'w> {
     pub(super) clients: &'w mut [ClientState],
     pub(super) edges: &'w mut [EdgeState],
     pub(super) g: Guard,
+    /// The run writes a trace: the machine reports each attempt's end and
+    /// the budget's level.
+    pub(super) tracing: bool,
 }
 
 impl<'w> Lent<'w> {
     fn reborrow(&mut self) -> Lent<'_> {
-        Lent { clients: &mut *self.clients, edges: &mut *self.edges, g: self.g }
+        Lent { clients: &mut *self.clients, edges: &mut *self.edges, g: self.g, tracing: self.tracing }
     }
 
     #[inline]
@@ -87,13 +90,19 @@ impl Guards for Lent<'_> {
     fn hedger(&mut self) -> Option<&mut Hedger> {
         self.edges[self.g.edge].hedger.as_mut()
     }
+
+    #[inline]
+    fn records_ends(&self) -> bool {
+        self.tracing
+    }
 }
 
 impl World<'_> {
     /// The guards of a call with guard `g`, lent for one step.
     #[inline]
     pub(super) fn lent(&mut self, g: Guard) -> Lent<'_> {
-        Lent { clients: &mut self.clients, edges: &mut self.edges, g }
+        let tracing = self.tracing();
+        Lent { clients: &mut self.clients, edges: &mut self.edges, g, tracing }
     }
 
     pub(super) fn guard(&self, call: &Call) -> Guard {
@@ -161,7 +170,8 @@ impl World<'_> {
         let key = call.key;
         let mut out = std::mem::take(&mut self.actions);
         let rng = &self.rng;
-        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g };
+        let tracing = self.options.trace_fraction > 0.0;
+        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g, tracing };
         let draw = |p: Purpose, n: u64| rng.unit(&[draw_purpose(p), key, n]);
         input(&mut call.machine, policy, &mut guards, now, &draw, &mut out);
         self.carry_out(id, out);
@@ -172,7 +182,7 @@ impl World<'_> {
     /// the buffer is back.
     pub(super) fn carry_out(&mut self, id: Id, mut out: Vec<Action<Id>>) {
         let mut again = false;
-        for a in out.drain(..) {
+        for &a in &out {
             match a {
                 Action::Send { copy, timeout, .. } => self.send_copy(id, copy, timeout),
                 Action::Hold { wait } => self.held(id, wait),
@@ -220,6 +230,7 @@ impl World<'_> {
                 }
             }
         }
+        out.clear();
         self.actions = out;
         if again {
             self.send(id);
@@ -275,6 +286,9 @@ impl World<'_> {
 
     /// An attempt of a call without hedging ended: its trace record.
     pub(super) fn attempt_ended(&mut self, id: Id, e: Ended<Id>) {
+        if !self.tracing() {
+            return;
+        }
         let decision = match e.fate {
             Fate::Done => TraceDecision::Done,
             Fate::Retry => TraceDecision::Retry,

@@ -42,7 +42,7 @@ impl World<'_> {
 
     /// Whether any intent of this run is traced (without a trace, the
     /// attempt records are not even looked up).
-    fn tracing(&self) -> bool {
+    pub(super) fn tracing(&self) -> bool {
         self.options.trace_fraction > 0.0
     }
 
