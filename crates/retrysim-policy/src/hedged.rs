@@ -11,7 +11,7 @@
 use crate::Outcome;
 use crate::call::{CallState, first_allowed};
 use crate::decision::DenyReason;
-use crate::machine::{Action, End, Fate, Machine, Slot};
+use crate::machine::{Action, Admission, End, Fate, Machine, Slot};
 use crate::random::Random;
 use crate::state::{Admit, Decision, Draws, Shared};
 use crate::time::{Nanos, duration};
@@ -111,17 +111,14 @@ impl<R: Random> HedgedState<R> {
         if !self.machine.st.admitted && !first_allowed(s, t) {
             return Err(DenyReason::BreakerOpen);
         }
-        self.out.clear();
         let mut draw = self.draws.draw();
-        self.machine.next_attempt(shared.policy(), s, t, |_, _| draw(), &mut self.out);
-        drop(draw);
-        let step = self.step(t);
-        match self.out.first() {
-            Some(Action::Hold { wait }) => Ok(Admit::Wait(Duration::from_nanos(*wait))),
-            _ => match step.hedge {
-                Some(Ok(sent)) => Ok(Admit::Send { timeout: sent.timeout }),
-                _ => Err(DenyReason::Throttled),
-            },
+        match self.machine.next_attempt(shared.policy(), s, t, |_, _| draw()) {
+            Admission::Hold { wait } => Ok(Admit::Wait(Duration::from_nanos(wait))),
+            Admission::Send { timeout, hedge_due, .. } => {
+                self.due_at = hedge_due.map(|d| t.saturating_add(d));
+                Ok(Admit::Send { timeout: duration(timeout) })
+            }
+            Admission::Refused { .. } => Err(DenyReason::Throttled),
         }
     }
 
@@ -190,7 +187,6 @@ impl<R: Random> HedgedState<R> {
                     });
                     self.due_at = None;
                 }
-                Action::Hold { .. } | Action::Wait { .. } | Action::Refused { .. } => {}
             }
         }
         step

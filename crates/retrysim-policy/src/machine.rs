@@ -6,11 +6,14 @@
 //! Inputs (methods of [`Machine`]): the next attempt may go (the call's
 //! start, or a wait that ended), the answer or per-try timeout of an
 //! attempt, the answer or per-try timeout of hedged copy k, the hedging
-//! delay of copy k. Actions ([`Action`]), in the order the driver must
-//! carry them out: send copy k with its timeout, wait (a backoff, or a
-//! throttle token), arm the hedging delay, an attempt or copy ended (and
-//! what it means: retry, give up, hedge, cancel, leave it running), a
-//! gate refused, the call finished.
+//! delay of copy k. What comes out: for the next attempt an [`Admission`]
+//! (send it with its timeout, wait for a throttle token, or refused); for
+//! an attempt's end a [`Decided`] (its end, then wait and retry, or
+//! finish); for a hedged call's inputs [`Action`]s in the order the
+//! driver must carry them out (send copy k, arm the hedging delay, a copy
+//! ended and what it means — hedge on, give up, cancel, leave it running
+//! —, a copy refused, the call finished). The plain steps return a value
+//! rather than a list: they are the simulator's hot path.
 //!
 //! The machine holds the call's own state ([`CallState`]) and its copies
 //! out; the state it shares with other calls (budget, breaker, throttle,
@@ -102,34 +105,21 @@ pub enum End {
     GaveUp(DenyReason),
 }
 
-/// What the driver does next, in order. An attempt of a call without
-/// hedging is reported [`Action::Ended`] only to a driver that records
-/// ends ([`Guards::records_ends`]); a hedged copy's end always is (its
-/// driver must abandon or cancel it).
+/// What the driver does next, in order, after an input of a hedged call
+/// ([`Machine::on_hedge_due`], [`Machine::on_copy_answer`],
+/// [`Machine::on_copy_timeout`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Action<T> {
-    /// Send copy `copy` (for calls without hedging, attempt `copy + 1`)
-    /// now, and give it up after `timeout` ([`crate::NEVER`] = none).
+    /// Send copy `copy` now, and give it up after `timeout`
+    /// ([`crate::NEVER`] = none).
     Send {
         /// Its number.
         copy: u32,
         /// Its timeout: the per-try timeout clipped to the deadline left.
         timeout: Nanos,
-        /// What made it go (the previous outcome, or a copy's trigger).
+        /// What made it go (a non-fatal answer or a timeout; `None`: the
+        /// hedging delay).
         trigger: Option<Outcome>,
-        /// It held a throttle token it had waited for.
-        held: bool,
-    },
-    /// The throttle holds a token for the next attempt: call
-    /// [`Machine::next_attempt`] after this wait.
-    Hold {
-        /// The wait for the token.
-        wait: Nanos,
-    },
-    /// Retry: call [`Machine::next_attempt`] after this wait (at once when 0).
-    Wait {
-        /// The backoff (or Retry-After).
-        wait: Nanos,
     },
     /// Copy `copy` is due after `delay`: call [`Machine::on_hedge_due`] then.
     HedgeDue {
@@ -138,10 +128,45 @@ pub enum Action<T> {
         /// The hedging delay from now.
         delay: Nanos,
     },
-    /// An attempt or copy ended.
+    /// A copy ended (the driver abandons, cancels or forgets it).
     Ended(Ended<T>),
-    /// The throttle refused the next attempt: the call ends with `outcome`
-    /// (the previous attempt's, or 503 when none was sent).
+    /// A copy could not go, for this reason (the race goes on).
+    HedgeRefused(DenyReason),
+    /// The call is over.
+    Finish {
+        /// Its last outcome.
+        outcome: Outcome,
+        /// How it ended.
+        end: End,
+    },
+}
+
+/// What [`Machine::next_attempt`] decided.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Admission {
+    /// Send copy `copy` (for a call without hedging, attempt `copy + 1`)
+    /// now, and give it up after `timeout` ([`crate::NEVER`] = none).
+    Send {
+        /// Its number.
+        copy: u32,
+        /// Its timeout: the per-try timeout clipped to the deadline left.
+        timeout: Nanos,
+        /// The previous attempt's outcome.
+        trigger: Option<Outcome>,
+        /// It held a throttle token it had waited for.
+        held: bool,
+        /// A hedged call's first copy: the next copy is due after this
+        /// delay (call [`Machine::on_hedge_due`] for copy 1 then).
+        hedge_due: Option<Nanos>,
+    },
+    /// The throttle holds a token for it: call [`Machine::next_attempt`]
+    /// again after this wait.
+    Hold {
+        /// The wait for the token.
+        wait: Nanos,
+    },
+    /// The throttle refused it: the call ends with `outcome` (the previous
+    /// attempt's, or 503 when none was sent).
     Refused {
         /// The attempt refused, counting from 1.
         attempt: u32,
@@ -154,11 +179,28 @@ pub enum Action<T> {
         p: Option<f64>,
         /// The outcome the call ends with.
         outcome: Outcome,
-        /// The budget's level.
+        /// The budget's level (if the driver records ends).
         budget: Option<f64>,
     },
-    /// A hedged copy could not go, for this reason (the race goes on).
-    HedgeRefused(DenyReason),
+}
+
+/// What [`Machine::on_outcome`] decided.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decided<T> {
+    /// The attempt's end, for a driver that records ends ([`Guards::records_ends`]).
+    pub ended: Option<Ended<T>>,
+    /// What follows.
+    pub then: Then,
+}
+
+/// What follows an attempt's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Then {
+    /// Retry: call [`Machine::next_attempt`] after this wait (at once when 0).
+    Wait {
+        /// The backoff (or Retry-After).
+        wait: Nanos,
+    },
     /// The call is over.
     Finish {
         /// Its last outcome.
@@ -249,38 +291,35 @@ impl<T> Machine<T> {
         guards: &mut G,
         now: Nanos,
         mut draw: impl FnMut(Purpose, u64) -> f64,
-        out: &mut Vec<Action<T>>,
-    ) {
+    ) -> Admission {
         let held = policy.throttle.is_some() && self.st.admitted;
         if policy.throttle.is_some() {
             let n = self.st.attempts as u64 + 1;
             match self.st.gate(policy, guards, now, || draw(Purpose::Throttle, n)) {
                 Gate::Send => {}
-                Gate::Wait(wait) => return out.push(Action::Hold { wait }),
+                Gate::Wait(wait) => return Admission::Hold { wait },
                 Gate::Refuse { p } => {
                     let attempt = self.st.attempts + 1;
-                    out.push(Action::Refused {
+                    return Admission::Refused {
                         attempt,
                         waited: if attempt > 1 { self.st.prev_wait } else { 0 },
                         trigger: self.last,
                         p,
                         outcome: self.last.unwrap_or(Outcome::Status(503)),
                         budget: level(guards),
-                    });
-                    return;
+                    };
                 }
             }
         }
         let timeout = self.st.on_send(policy, guards, now);
         match self.copies.as_mut() {
-            None => out.push(Action::Send { copy: self.st.attempts - 1, timeout, trigger: self.last, held }),
+            None => Admission::Send { copy: self.st.attempts - 1, timeout, trigger: self.last, held, hedge_due: None },
             Some(copies) => {
-                out.push(Action::Send { copy: copies.sent(), timeout, trigger: None, held });
+                let copy = copies.sent();
                 copies.push(now, Slot { trigger: None, with: None });
                 let spec = policy.hedging.as_ref().expect("a hedged call's policy hedges");
-                if let Some(delay) = self.st.hedge_started(spec, guards, now) {
-                    out.push(Action::HedgeDue { copy: 1, delay });
-                }
+                let hedge_due = self.st.hedge_started(spec, guards, now);
+                Admission::Send { copy, timeout, trigger: None, held, hedge_due }
             }
         }
     }
@@ -297,31 +336,26 @@ impl<T> Machine<T> {
         outcome: Outcome,
         retry_after: Option<Nanos>,
         mut draw: impl FnMut(Purpose, u64) -> f64,
-        out: &mut Vec<Action<T>>,
-    ) {
+    ) -> Decided<T> {
         let st = &mut self.st;
         let (attempt, sent, trigger) = (st.attempts, st.sent_at, self.last);
         let waited = if attempt > 1 { st.prev_wait } else { 0 };
         let n = attempt as u64;
         let next = st.after_outcome(policy, guards, outcome, now, retry_after, || draw(Purpose::Jitter, n));
-        let fate = match next {
-            Next::Done => Fate::Done,
-            Next::Retry { .. } => Fate::Retry,
-            Next::GiveUp(reason) => Fate::Deny(reason),
-        };
-        if guards.records_ends() {
-            let budget = level(guards);
-            let copy = attempt.saturating_sub(1);
-            out.push(Action::Ended(Ended { copy, attempt, sent, trigger, waited, with: None, outcome, fate, budget }));
-        }
-        match next {
-            Next::Done => out.push(Action::Finish { outcome: Outcome::Ok, end: End::Done }),
+        let (fate, then) = match next {
+            Next::Done => (Fate::Done, Then::Finish { outcome: Outcome::Ok, end: End::Done }),
             Next::Retry { wait } => {
                 self.last = Some(outcome);
-                out.push(Action::Wait { wait });
+                (Fate::Retry, Then::Wait { wait })
             }
-            Next::GiveUp(reason) => out.push(Action::Finish { outcome, end: End::GaveUp(reason) }),
-        }
+            Next::GiveUp(reason) => (Fate::Deny(reason), Then::Finish { outcome, end: End::GaveUp(reason) }),
+        };
+        let ended = guards.records_ends().then(|| {
+            let budget = level(guards);
+            let copy = attempt.saturating_sub(1);
+            Ended { copy, attempt, sent, trigger, waited, with: None, outcome, fate, budget }
+        });
+        Decided { ended, then }
     }
 }
 

@@ -9,7 +9,7 @@ use crate::budget::Budget;
 use crate::call::{CallState, Guards, first_allowed};
 use crate::decision::DenyReason;
 use crate::hedge::Hedger;
-use crate::machine::{Action, End, Machine};
+use crate::machine::{Admission, End, Machine, Then};
 use crate::random::Random;
 use crate::throttle::Throttle;
 use crate::time::{Nanos, duration, nanos};
@@ -173,7 +173,6 @@ pub struct RetryState<R: Random> {
     shared: Shared,
     draws: Draws<R>,
     machine: Machine<()>,
-    out: Vec<Action<()>>,
 }
 
 impl<R: Random> RetryState<R> {
@@ -183,7 +182,7 @@ impl<R: Random> RetryState<R> {
     pub fn new(shared: Shared, now: Instant, rng: R) -> Self {
         let t = shared.at(now);
         let call = CallState::new(CallState::deadline_from(&shared.policy, t), t, true, false);
-        Self { shared, draws: Draws::new(rng), machine: Machine::new(call, false), out: Vec::new() }
+        Self { shared, draws: Draws::new(rng), machine: Machine::new(call, false) }
     }
 
     /// Declares the operation: idempotent or not, and whether an
@@ -232,13 +231,11 @@ impl<R: Random> RetryState<R> {
         if st.attempts == 0 && !st.admitted && !first_allowed(s, t) {
             return Err(DenyReason::BreakerOpen);
         }
-        self.out.clear();
         let mut draw = self.draws.draw();
-        self.machine.next_attempt(&shared.policy, s, t, |_, _| draw(), &mut self.out);
-        match self.out.first() {
-            Some(Action::Hold { wait }) => Ok(Admit::Wait(Duration::from_nanos(*wait))),
-            Some(Action::Send { timeout, .. }) => Ok(Admit::Send { timeout: duration(*timeout) }),
-            _ => Err(DenyReason::Throttled),
+        match self.machine.next_attempt(&shared.policy, s, t, |_, _| draw()) {
+            Admission::Hold { wait } => Ok(Admit::Wait(Duration::from_nanos(wait))),
+            Admission::Send { timeout, .. } => Ok(Admit::Send { timeout: duration(timeout) }),
+            Admission::Refused { .. } => Err(DenyReason::Throttled),
         }
     }
 
@@ -248,19 +245,13 @@ impl<R: Random> RetryState<R> {
         let t = self.shared.at(now);
         let shared = self.shared.clone();
         let mut s = shared.lock();
-        self.out.clear();
         let mut draw = self.draws.draw();
         let ra = retry_after.map(nanos);
-        self.machine.on_outcome(&shared.policy, &mut *s, t, outcome, ra, |_, _| draw(), &mut self.out);
-        let mut decision = Decision::Done;
-        for a in &self.out {
-            match *a {
-                Action::Wait { wait } => decision = Decision::Retry { wait: Duration::from_nanos(wait) },
-                Action::Finish { end: End::GaveUp(reason), .. } => decision = Decision::GiveUp(reason),
-                _ => {}
-            }
+        match self.machine.on_outcome(&shared.policy, &mut *s, t, outcome, ra, |_, _| draw()).then {
+            Then::Wait { wait } => Decision::Retry { wait: Duration::from_nanos(wait) },
+            Then::Finish { end: End::GaveUp(reason), .. } => Decision::GiveUp(reason),
+            Then::Finish { .. } => Decision::Done,
         }
-        decision
     }
 }
 

@@ -9,7 +9,7 @@ use super::settle::TracedAttempt;
 use super::*;
 use crate::metrics::TraceNote;
 use crate::policy::call::{Guards, first_allowed};
-use retrysim_policy::machine::{End, Ended, Fate};
+use retrysim_policy::machine::{Admission, End, Ended, Fate, Then};
 
 /// The simulator's random-number purpose of a machine's draw.
 #[inline]
@@ -135,19 +135,73 @@ impl World<'_> {
         if self.s.edge_policy(call.edge as usize).throttle.is_some() && !call.machine.st.admitted {
             call.throttle_wait = 0;
         }
-        self.call_step(id, |m, policy, guards, now, draw, out| m.next_attempt(policy, guards, now, draw, out));
+        let admission = self.with_machine(id, |m, policy, guards, now, draw| m.next_attempt(policy, guards, now, draw));
+        match admission {
+            Admission::Send { copy, timeout, hedge_due, .. } => {
+                self.send_copy(id, copy, timeout);
+                if let Some(delay) = hedge_due {
+                    self.q.schedule_in(delay, Event::Hedge { call: id, copy: 1 });
+                }
+            }
+            Admission::Hold { wait } => self.held(id, wait),
+            Admission::Refused { attempt, waited, trigger, p, outcome, budget } => {
+                self.count_throttled(id);
+                let traced = TracedAttempt {
+                    attempt,
+                    sent: self.q.now(),
+                    wait: waited,
+                    trigger,
+                    copy: None,
+                    note: Some(TraceNote::Refused { p }),
+                    budget,
+                };
+                self.push_trace(id, traced, Outcome::Status(503), TraceDecision::Deny(DenyReason::Throttled));
+                if attempt > 1 {
+                    self.count_denial(id, DenyReason::Throttled);
+                }
+                let label = if attempt > 1 { format!("{outcome} (throttled)") } else { "throttled".into() };
+                self.call_finished(id, outcome, label);
+            }
+        }
     }
 
     /// The call's machine learnt the outcome of its current attempt (a
     /// call without hedging) and decided, against this call's guards.
     fn on_outcome(&mut self, id: Id, outcome: Outcome, retry_after: Option<Nanos>) {
-        self.call_step(id, |m, policy, guards, now, draw, out| {
-            m.on_outcome(policy, guards, now, outcome, retry_after, draw, out)
+        let decided = self.with_machine(id, |m, policy, guards, now, draw| {
+            m.on_outcome(policy, guards, now, outcome, retry_after, draw)
         });
+        if let Some(e) = decided.ended {
+            self.attempt_ended(id, e);
+        }
+        match decided.then {
+            Then::Wait { wait: 0 } => self.send(id),
+            Then::Wait { wait } => self.q.schedule_in(wait, Event::Retry { call: id }),
+            Then::Finish { outcome, end } => self.finish_call(id, outcome, end),
+        }
     }
 
     /// Runs one input of a call's machine against the call's guards, with
-    /// the call's keyed draws, and carries out the actions.
+    /// the call's keyed draws.
+    fn with_machine<R>(
+        &mut self,
+        id: Id,
+        input: impl FnOnce(&mut Machine<Id>, &Policy, &mut Lent<'_>, Nanos, &dyn Fn(Purpose, u64) -> f64) -> R,
+    ) -> R {
+        let now = self.q.now();
+        let g = self.guard(self.calls.get(id).expect("live call"));
+        let policy = self.s.edge_policy(g.edge);
+        let call = self.calls.get_mut(id).expect("live call");
+        let key = call.key;
+        let rng = &self.rng;
+        let tracing = self.options.trace_fraction > 0.0;
+        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g, tracing };
+        let draw = |p: Purpose, n: u64| rng.unit(&[draw_purpose(p), key, n]);
+        input(&mut call.machine, policy, &mut guards, now, &draw)
+    }
+
+    /// Runs one input of a hedged call's machine (if the call is still
+    /// live) and carries out its actions.
     pub(super) fn call_step(
         &mut self,
         id: Id,
@@ -160,81 +214,45 @@ impl World<'_> {
             &mut Vec<Action<Id>>,
         ),
     ) {
-        let now = self.q.now();
-        let Some(call) = self.calls.get(id) else {
+        if self.calls.get(id).is_none() {
             return;
-        };
-        let g = self.guard(call);
-        let policy = self.s.edge_policy(g.edge);
-        let call = self.calls.get_mut(id).expect("live call");
-        let key = call.key;
+        }
         let mut out = std::mem::take(&mut self.actions);
-        let rng = &self.rng;
-        let tracing = self.options.trace_fraction > 0.0;
-        let mut guards = Lent { clients: &mut self.clients, edges: &mut self.edges, g, tracing };
-        let draw = |p: Purpose, n: u64| rng.unit(&[draw_purpose(p), key, n]);
-        input(&mut call.machine, policy, &mut guards, now, &draw, &mut out);
+        self.with_machine(id, |m, policy, guards, now, draw| input(m, policy, guards, now, draw, &mut out));
         self.carry_out(id, out);
     }
 
-    /// Carries out a call's machine's actions in order (see
-    /// [`retrysim_policy::machine`]); an immediate retry goes last, once
-    /// the buffer is back.
+    /// The call is over: count a denial and tell whoever waits for it.
+    fn finish_call(&mut self, id: Id, outcome: Outcome, end: End) {
+        let label = match end {
+            End::Done => String::new(),
+            End::Fatal => format!("{outcome}"),
+            End::GaveUp(reason) => {
+                self.count_denial(id, reason);
+                if reason == DenyReason::NotRetryable { format!("{outcome}") } else { format!("{outcome} ({reason})") }
+            }
+        };
+        self.call_finished(id, outcome, label);
+    }
+
+    /// Carries out a hedged call's machine's actions in order (see
+    /// [`retrysim_policy::machine`]).
     pub(super) fn carry_out(&mut self, id: Id, mut out: Vec<Action<Id>>) {
-        let mut again = false;
         for &a in &out {
             match a {
                 Action::Send { copy, timeout, .. } => self.send_copy(id, copy, timeout),
-                Action::Hold { wait } => self.held(id, wait),
-                Action::Wait { wait: 0 } => again = true,
-                Action::Wait { wait } => self.q.schedule_in(wait, Event::Retry { call: id }),
                 Action::HedgeDue { copy, delay } => self.q.schedule_in(delay, Event::Hedge { call: id, copy }),
                 Action::Ended(e) => self.ended(id, e),
-                Action::Refused { attempt, waited, trigger, p, outcome, budget } => {
-                    self.count_throttled(id);
-                    let traced = TracedAttempt {
-                        attempt,
-                        sent: self.q.now(),
-                        wait: waited,
-                        trigger,
-                        copy: None,
-                        note: Some(TraceNote::Refused { p }),
-                        budget,
-                    };
-                    self.push_trace(id, traced, Outcome::Status(503), TraceDecision::Deny(DenyReason::Throttled));
-                    if attempt > 1 {
-                        self.count_denial(id, DenyReason::Throttled);
-                    }
-                    let label = if attempt > 1 { format!("{outcome} (throttled)") } else { "throttled".into() };
-                    self.call_finished(id, outcome, label);
-                }
                 Action::HedgeRefused(reason) => {
                     if reason == DenyReason::Throttled {
                         self.count_throttled(id);
                     }
                 }
-                Action::Finish { outcome, end } => {
-                    let label = match end {
-                        End::Done => String::new(),
-                        End::Fatal => format!("{outcome}"),
-                        End::GaveUp(reason) => {
-                            self.count_denial(id, reason);
-                            if reason == DenyReason::NotRetryable {
-                                format!("{outcome}")
-                            } else {
-                                format!("{outcome} ({reason})")
-                            }
-                        }
-                    };
-                    self.call_finished(id, outcome, label);
-                }
+                Action::Finish { outcome, end } => self.finish_call(id, outcome, end),
             }
         }
         out.clear();
         self.actions = out;
-        if again {
-            self.send(id);
-        }
     }
 
     /// Sends copy `copy` (attempt `copy + 1` of a call without hedging).

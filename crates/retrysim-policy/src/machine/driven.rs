@@ -2,7 +2,7 @@
 //! happened ([`CallInput`]) at the [`Instant`] it happened, carry out what it
 //! says ([`CallAction`]).
 
-use super::{Action, End, Fate, Machine, Slot};
+use super::{Action, Admission, End, Fate, Machine, Slot, Then};
 use crate::Outcome;
 use crate::call::{CallState, first_allowed};
 use crate::decision::DenyReason;
@@ -150,6 +150,8 @@ impl<R: Random> Call<R> {
         self.out.clear();
         let mut draw = self.draws.draw();
         let m = &mut self.machine;
+        // A plain step's answer: the next attempt's admission, or what follows an attempt.
+        let mut plain: Option<Result<Admission, Then>> = None;
         match input {
             CallInput::Start => {
                 if m.st.attempts > 0 {
@@ -161,10 +163,10 @@ impl<R: Random> Call<R> {
                     steps.push(CallAction::Finish(Err(DenyReason::BreakerOpen)));
                     return steps;
                 }
-                m.next_attempt(policy, s, t, |_, _| draw(), &mut self.out);
+                plain = Some(Ok(m.next_attempt(policy, s, t, |_, _| draw())));
             }
             CallInput::Timer => match self.timer.take() {
-                Some(Timer::NextAttempt) => m.next_attempt(policy, s, t, |_, _| draw(), &mut self.out),
+                Some(Timer::NextAttempt) => plain = Some(Ok(m.next_attempt(policy, s, t, |_, _| draw()))),
                 Some(Timer::Hedge(copy)) => m.on_hedge_due(policy, s, t, copy, |_, _| draw(), &mut self.out),
                 None => {}
             },
@@ -175,7 +177,7 @@ impl<R: Random> Call<R> {
                 } else if self.current == Some(copy) {
                     self.current = None;
                     let ra = retry_after.map(nanos);
-                    m.on_outcome(policy, s, t, outcome, ra, |_, _| draw(), &mut self.out);
+                    plain = Some(Err(m.on_outcome(policy, s, t, outcome, ra, |_, _| draw()).then));
                 }
             }
             CallInput::Timeout { copy } => {
@@ -185,33 +187,76 @@ impl<R: Random> Call<R> {
                 } else if self.current == Some(copy) {
                     self.current = None;
                     steps.push(CallAction::Abandon { copy, cancel: policy.cancel_on_timeout });
-                    m.on_outcome(policy, s, t, Outcome::Timeout, None, |_, _| draw(), &mut self.out);
+                    plain = Some(Err(m.on_outcome(policy, s, t, Outcome::Timeout, None, |_, _| draw()).then));
                 }
             }
         }
         drop(draw);
         drop(guard);
-        self.carry_out(now, &mut steps);
+        match plain {
+            Some(Ok(admission)) => self.admitted(admission, now, &mut steps),
+            Some(Err(then)) => self.then(then, now, &mut steps),
+            None => self.carry_out(now, &mut steps),
+        }
         steps
     }
 
-    /// The machine's actions as steps; a retry without a wait goes at once.
-    fn carry_out(&mut self, now: Instant, steps: &mut Vec<CallAction>) {
-        let cancel_on_timeout = self.shared.policy().cancel_on_timeout;
-        let mut again = false;
-        for a in self.out.drain(..) {
-            match a {
-                Action::Send { copy, timeout, .. } => {
-                    if !self.machine.hedged() {
-                        self.current = Some(copy);
-                    }
-                    steps.push(CallAction::Send { copy, timeout: duration(timeout) });
+    /// The next attempt's admission as steps.
+    fn admitted(&mut self, admission: Admission, now: Instant, steps: &mut Vec<CallAction>) {
+        match admission {
+            Admission::Send { copy, timeout, hedge_due, .. } => {
+                if !self.machine.hedged() {
+                    self.current = Some(copy);
                 }
-                Action::Wait { wait: 0 } => again = true,
-                Action::Hold { wait } | Action::Wait { wait } => {
-                    self.timer = Some(Timer::NextAttempt);
+                steps.push(CallAction::Send { copy, timeout: duration(timeout) });
+                if let Some(delay) = hedge_due {
+                    self.timer = Some(Timer::Hedge(1));
+                    steps.push(CallAction::WakeAt(now + Duration::from_nanos(delay)));
+                }
+            }
+            Admission::Hold { wait } => {
+                self.timer = Some(Timer::NextAttempt);
+                steps.push(CallAction::WakeAt(now + Duration::from_nanos(wait)));
+            }
+            Admission::Refused { .. } => {
+                self.over = true;
+                steps.push(CallAction::Finish(Err(DenyReason::Throttled)));
+            }
+        }
+    }
+
+    /// What follows an attempt, as steps; a retry without a wait goes at once.
+    fn then(&mut self, then: Then, now: Instant, steps: &mut Vec<CallAction>) {
+        match then {
+            Then::Wait { wait } => {
+                self.timer = Some(Timer::NextAttempt);
+                if wait == 0 {
+                    steps.extend(self.handle(CallInput::Timer, now));
+                } else {
                     steps.push(CallAction::WakeAt(now + Duration::from_nanos(wait)));
                 }
+            }
+            Then::Finish { end, .. } => steps.push(self.finish(end)),
+        }
+    }
+
+    /// The call is over.
+    fn finish(&mut self, end: End) -> CallAction {
+        self.over = true;
+        self.timer = None;
+        CallAction::Finish(match end {
+            End::Done => Ok(()),
+            End::Fatal => Err(DenyReason::NotRetryable),
+            End::GaveUp(reason) => Err(reason),
+        })
+    }
+
+    /// A hedged call's actions as steps.
+    fn carry_out(&mut self, now: Instant, steps: &mut Vec<CallAction>) {
+        let cancel_on_timeout = self.shared.policy().cancel_on_timeout;
+        for i in 0..self.out.len() {
+            match self.out[i] {
+                Action::Send { copy, timeout, .. } => steps.push(CallAction::Send { copy, timeout: duration(timeout) }),
                 Action::HedgeDue { copy, delay } => {
                     self.timer = Some(Timer::Hedge(copy));
                     steps.push(CallAction::WakeAt(now + Duration::from_nanos(delay)));
@@ -222,27 +267,14 @@ impl<R: Random> Call<R> {
                     Fate::GivenUp { .. } => steps.push(CallAction::Abandon { copy: e.copy, cancel: cancel_on_timeout }),
                     _ => {}
                 },
-                Action::Refused { .. } => {
-                    self.over = true;
-                    steps.push(CallAction::Finish(Err(DenyReason::Throttled)));
-                }
                 Action::HedgeRefused(_) => {}
                 Action::Finish { end, .. } => {
-                    self.over = true;
-                    self.timer = None;
-                    steps.push(CallAction::Finish(match end {
-                        End::Done => Ok(()),
-                        End::Fatal => Err(DenyReason::NotRetryable),
-                        End::GaveUp(reason) => Err(reason),
-                    }));
+                    let done = self.finish(end);
+                    steps.push(done);
                 }
             }
         }
-        if again {
-            // A retry that does not wait goes at once.
-            self.timer = Some(Timer::NextAttempt);
-            steps.extend(self.handle(CallInput::Timer, now));
-        }
+        self.out.clear();
     }
 }
 
