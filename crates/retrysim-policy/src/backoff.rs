@@ -25,8 +25,11 @@ pub enum BackoffKind {
 /// How the wait is randomised below its limit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Jitter {
+    /// The wait is its limit.
     None,
+    /// `U(0, limit)`.
     Full,
+    /// `limit/2 + U(0, limit/2)`.
     Equal,
     /// `limit * U(1-r, 1+r)`.
     Proportional(f64),

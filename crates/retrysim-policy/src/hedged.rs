@@ -5,8 +5,8 @@
 //! ends the call and cancels the copies still out (or leaves them to
 //! finish, `cancel = false`). A copy whose per-try timeout passed stays in
 //! the race; such copies are given up only when no further copy may go,
-//! and the call fails when no copy is left. The steps are
-//! [`CallState`]'s hedging steps, the ones the simulator takes.
+//! and the call fails when no copy is left. The steps are the
+//! call machine's hedging inputs, the ones the simulator runs.
 
 use crate::Outcome;
 use crate::call::{CallState, first_allowed};
@@ -19,8 +19,11 @@ use std::time::{Duration, Instant};
 
 mod copies;
 
+#[cfg(feature = "simulator")]
 #[doc(hidden)]
 pub use copies::{LiveCopies, LiveCopy};
+#[cfg(not(feature = "simulator"))]
+pub(crate) use copies::{LiveCopies, LiveCopy};
 
 /// A copy that was just sent.
 #[non_exhaustive]

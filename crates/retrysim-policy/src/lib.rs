@@ -68,82 +68,71 @@
 //! cargo run -p retrysim-policy --features tower --example tonic_client -- policies/grpc-default.toml http://127.0.0.1:50051
 //! ```
 //!
-//! The modules hidden from these docs are retrysim's own plumbing (the
-//! file format's parts, the nanosecond clock its simulator runs on); they
-//! are not part of the crate's stable API.
+//! Feature `simulator` makes public (hidden from these docs) retrysim's
+//! own plumbing: the file format's parts and the nanosecond clock its
+//! simulator runs the same machine on. It is not part of the crate's
+//! stable API; without it no public function takes or returns raw
+//! nanoseconds.
 
 #![deny(missing_docs)]
+// Without `simulator`, the parts of the plumbing only retrysim's engine
+// calls are unused here.
+#![cfg_attr(not(feature = "simulator"), allow(dead_code))]
 
-#[doc(hidden)]
-pub mod backoff;
-#[doc(hidden)]
-pub mod breaker;
-#[doc(hidden)]
-pub mod budget;
+/// The modules of retrysim's own plumbing: public (and hidden from these
+/// docs) only with the `simulator` feature, which the simulator enables.
+macro_rules! plumbing {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[cfg(feature = "simulator")]
+            #[doc(hidden)]
+            pub mod $name;
+            #[cfg(not(feature = "simulator"))]
+            mod $name;
+        )*
+    };
+}
+
+plumbing!(
+    backoff, breaker, budget, call, decision, error, file, hedge, load, machine, messages, outcome, random, raw, state,
+    throttle, time, units, validate,
+);
 mod builder;
-#[doc(hidden)]
-pub mod call;
-#[doc(hidden)]
-pub mod decision;
-#[doc(hidden)]
-pub mod error;
-#[doc(hidden)]
-pub mod file;
-#[doc(hidden)]
-pub mod hedge;
 pub mod hedged;
-#[doc(hidden)]
-pub mod load;
-#[doc(hidden)]
-pub mod machine;
-#[doc(hidden)]
-pub mod messages;
-#[doc(hidden)]
-pub mod outcome;
-#[doc(hidden)]
-pub mod random;
-#[doc(hidden)]
-pub mod raw;
 mod retry;
-#[doc(hidden)]
-pub mod state;
-#[doc(hidden)]
-pub mod throttle;
-#[doc(hidden)]
-pub mod time;
 #[cfg(feature = "tower")]
 pub mod tower;
-#[doc(hidden)]
-pub mod units;
-#[doc(hidden)]
-pub mod validate;
 #[cfg(feature = "vectors")]
 #[doc(hidden)]
 pub mod vectors;
 
-#[doc(hidden)]
-pub use backoff::Backoff;
 pub use backoff::{BackoffKind, Jitter};
 pub use builder::PolicyBuilder;
-#[doc(hidden)]
-pub use call::{CallState, Gate, Guards, first_allowed};
 pub use decision::DenyReason;
-#[doc(hidden)]
-pub use decision::{RetryContext, decide};
-#[doc(hidden)]
-pub use error::{InputError, InputResult};
 pub use error::{PolicyError, PolicyErrorKind};
 pub use hedged::HedgedState;
 pub use machine::{Call, CallAction, CallInput};
 pub use outcome::Outcome;
-#[doc(hidden)]
-pub use outcome::RetryOn;
 pub use random::{Random, SplitMix};
 pub use retry::{Attempt, Failure, RetryError, retry, retry_with};
 pub use state::{Admit, Decision, RetryState, Shared};
 use std::time::Duration;
+#[cfg(feature = "simulator")]
 #[doc(hidden)]
-pub use time::{NEVER, Nanos};
+pub use {
+    backoff::Backoff,
+    call::{CallState, Gate, Guards, first_allowed},
+    decision::{RetryContext, decide},
+    error::{InputError, InputResult},
+    outcome::RetryOn,
+    time::{NEVER, Nanos},
+};
+#[cfg(not(feature = "simulator"))]
+use {
+    backoff::Backoff,
+    outcome::RetryOn,
+    time::{NEVER, Nanos},
+};
 
 /// A validated retry policy, as a policy file describes it: read one with
 /// [`Policy::load`] or [`Policy::from_toml`], or build one with
@@ -157,10 +146,10 @@ pub struct Policy {
     pub name: String,
     /// Attempts including the first; 1 means no retries.
     pub max_attempts: u32,
-    /// The caller abandons one attempt after this ([`NEVER`] = no per-try timeout).
+    /// The caller abandons one attempt after this (`NEVER` = no per-try timeout).
     #[doc(hidden)]
     pub per_try_timeout: Nanos,
-    /// Total time for the intent ([`NEVER`] = none).
+    /// Total time for the intent (`NEVER` = none).
     #[doc(hidden)]
     pub deadline: Nanos,
     /// Do not start an attempt with less deadline left than this.
@@ -174,7 +163,7 @@ pub struct Policy {
     /// Wait what a 429/503 Retry-After says instead of the backoff.
     pub respect_retry_after: bool,
     /// Give up instead of waiting longer than this: `None` = the deadline,
-    /// [`NEVER`] (`"never"`) = no limit.
+    /// `NEVER` (`"never"`) = no limit.
     #[doc(hidden)]
     pub max_retry_after: Option<Nanos>,
     /// The wait between attempts.
@@ -261,12 +250,18 @@ impl Policy {
     /// The worst-case time a call can take under this policy, if bounded:
     /// the deadline, else attempts × per-try timeout plus the longest waits.
     pub fn worst_case(&self) -> Option<Duration> {
-        self.retry_window().and_then(time::duration)
+        self.window().and_then(time::duration)
     }
 
     /// [`Policy::worst_case`] on the nanosecond clock.
+    #[cfg(feature = "simulator")]
     #[doc(hidden)]
     pub fn retry_window(&self) -> Option<Nanos> {
+        self.window()
+    }
+
+    /// [`Policy::worst_case`] on the nanosecond clock.
+    fn window(&self) -> Option<Nanos> {
         if let Some(h) = &self.hedging {
             // Hedges run side by side: the last copy starts after its delays.
             return match (self.deadline, self.per_try_timeout, h.delay) {

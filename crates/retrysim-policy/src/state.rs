@@ -111,15 +111,13 @@ impl Shared {
     }
 
     /// The breaker's state at `now`, on the state's nanosecond clock.
-    #[doc(hidden)]
-    pub fn breaker_state(&self, now: Instant) -> Option<BreakerState> {
+    pub(crate) fn breaker_state(&self, now: Instant) -> Option<BreakerState> {
         let t = self.at(now);
         self.lock().breaker.as_mut().map(|b| b.state(t))
     }
 
     /// Locks the state (a poisoned lock is taken over: the state is plain data).
-    #[doc(hidden)]
-    pub fn lock(&self) -> MutexGuard<'_, SharedState> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, SharedState> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -201,12 +199,6 @@ impl<R: Random> RetryState<R> {
     /// Attempts sent so far.
     pub fn attempts(&self) -> u32 {
         self.machine.st.attempts
-    }
-
-    /// The call's own state, on the shared state's nanosecond clock.
-    #[doc(hidden)]
-    pub fn call(&self) -> &CallState {
-        &self.machine.st
     }
 
     /// The last random draw consumed (by the throttle or the jitter), if any.
