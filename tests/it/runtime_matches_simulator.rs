@@ -3,7 +3,8 @@
 //! answers 503 to 60% of attempts, under a policy with a token bucket and a
 //! retries-only breaker; replaying the simulator's `--trace` (send times and
 //! outcomes) through one `Shared` and a `RetryState` per intent gives the
-//! same decision, wait and budget level after every attempt.
+//! same decision, wait and budget level after every attempt; so does the
+//! public sans-IO `Call`, the machine both run.
 
 use crate::support::simulator_trace;
 
@@ -89,6 +90,56 @@ fn replaying_the_trace_gives_the_same_decisions_waits_and_budget() {
             other => panic!("row {i}: a decision this test does not know: {other:?}"),
         };
         assert_eq!(label, decisions[i], "row {i}: {r}");
+        let level = shared.budget_level().unwrap();
+        assert!((level - r["budget"].as_f64().unwrap()).abs() < 1e-9, "row {i}: budget {level} vs {r}");
+    }
+}
+
+/// The same trace through the public sans-IO `Call`: the sends, the waits
+/// (as wake-up instants), the ends and the budget after every attempt are
+/// the simulator's.
+#[test]
+fn replaying_the_trace_through_the_call_machine_gives_the_same_sends_waits_and_ends() {
+    use retrysim_policy::{Call, CallAction, CallInput};
+    let dir = tempfile::tempdir().unwrap();
+    let rows = simulator_trace::run_traced(dir.path(), &[("p.toml", POLICY), ("e.toml", &experiment())], "e.toml");
+    let decisions: Vec<&str> = rows.iter().map(|r| r["decision"].as_str().unwrap()).collect();
+    let policy = Policy::load(&dir.path().join("p.toml")).unwrap();
+    let origin = std::time::Instant::now();
+    let at = |t: u64| origin + std::time::Duration::from_nanos(t);
+    let shared = Shared::with_origin(policy, origin);
+    let mut call: Option<Call<SplitMix>> = None;
+    // What the previous answer asked for: the next attempt at once, or a wake-up.
+    let mut pending: Vec<CallAction> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let sent = ns(r["t_s"].as_f64().unwrap());
+        let copy = r["attempt"].as_u64().unwrap() as u32 - 1;
+        let send = |steps: &[CallAction]| matches!(steps, [CallAction::Send { copy: c, .. }] if *c == copy);
+        if copy == 0 {
+            let mut c = Call::new(shared.clone(), SplitMix::new(i as u64));
+            let steps = c.handle(CallInput::Start, at(sent));
+            assert!(send(&steps), "row {i}: {steps:?}");
+            call = Some(c);
+        } else if !send(&pending) {
+            assert_eq!(pending, [CallAction::WakeAt(at(sent))], "row {i}: the retry is sent when the wait ends");
+            let steps = call.as_mut().unwrap().handle(CallInput::Timer, at(sent));
+            assert!(send(&steps), "row {i}: {steps:?}");
+        }
+        let (outcome, answered) = match r["outcome"].as_str().unwrap() {
+            "ok" => (Outcome::Ok, sent + 3 * MS),
+            "503" => (Outcome::Status(503), sent + 2 * MS),
+            other => panic!("unexpected outcome {other}"),
+        };
+        let c = call.as_mut().expect("a first attempt starts every intent");
+        let steps = c.handle(CallInput::Answer { copy, outcome, retry_after: None }, at(answered));
+        let label = match steps.as_slice() {
+            [CallAction::Finish(Ok(()))] => "done".to_string(),
+            [CallAction::Finish(Err(reason))] => reason.label().to_string(),
+            [CallAction::Send { .. }] | [CallAction::WakeAt(_)] => "retry".to_string(),
+            other => panic!("row {i}: {other:?}"),
+        };
+        assert_eq!(label, decisions[i], "row {i}: {r}");
+        pending = steps;
         let level = shared.budget_level().unwrap();
         assert!((level - r["budget"].as_f64().unwrap()).abs() < 1e-9, "row {i}: budget {level} vs {r}");
     }
