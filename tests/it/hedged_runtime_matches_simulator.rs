@@ -5,7 +5,8 @@
 //! each intent of the simulator's `--trace` through one `Shared` and a
 //! `HedgedState` gives the same copies at the same send times, the same
 //! decision for every copy (done, hedge, cancelled, budget…) and the same
-//! budget level after each.
+//! budget level after each; so does the public sans-IO `Call`, the machine
+//! both run.
 
 use crate::support::simulator_trace;
 
@@ -144,4 +145,96 @@ fn replaying_a_hedged_trace_gives_the_same_copies_decisions_and_budget() {
     }
     assert!(checked > 50, "{checked} copies replayed");
     assert!(refused_by_budget > 0, "the budget ends some intents");
+}
+
+/// The same trace through the public sans-IO `Call`: copies go at the
+/// simulator's send times (at once, or when a wake-up the machine asked
+/// for comes), and every copy ends as the simulator's did, with the same
+/// budget after it.
+#[test]
+fn replaying_a_hedged_trace_through_the_call_machine_gives_the_same_copies_and_ends() {
+    use retrysim_policy::{Call, CallAction, CallInput};
+    let dir = tempfile::tempdir().unwrap();
+    let rows = simulator_trace::run_traced(dir.path(), &[("p.toml", POLICY), ("e.toml", &experiment())], "e.toml");
+    let mut intents: BTreeMap<u64, Vec<&Value>> = BTreeMap::new();
+    for r in &rows {
+        intents.entry(r["intent"].as_u64().unwrap()).or_default().push(r);
+    }
+    let policy = Policy::load(&dir.path().join("p.toml")).unwrap();
+    let origin = std::time::Instant::now();
+    let at = |t: u64| origin + std::time::Duration::from_nanos(t);
+    let since = |i: std::time::Instant| i.duration_since(origin).as_nanos() as u64;
+    let shared = Shared::with_origin(policy, origin);
+    let mut checked = 0;
+    for (intent, rows) in &intents {
+        let by_copy = |c: u32| *rows.iter().find(|r| r["copy"] == c).expect("a row per copy");
+        let t0 = ns(by_copy(0)["t_s"].as_f64().unwrap());
+        let mut call = Call::new(shared.clone(), SplitMix::new(*intent));
+        let mut sent: Vec<(u32, u64)> = Vec::new();
+        let mut live: Vec<u32> = Vec::new();
+        let mut due: Option<u64> = None;
+        let mut replayed: Vec<(u32, String, f64)> = Vec::new();
+        // Sends and wake-ups of one step, at `now`.
+        let apply =
+            |steps: &[CallAction], now: u64, sent: &mut Vec<(u32, u64)>, live: &mut Vec<u32>, due: &mut Option<u64>| {
+                for s in steps {
+                    match *s {
+                        CallAction::Send { copy, .. } => {
+                            sent.push((copy, now));
+                            live.push(copy);
+                        }
+                        CallAction::WakeAt(t) => *due = Some(since(t)),
+                        CallAction::Abandon { copy, .. } => live.retain(|&c| c != copy),
+                        _ => {}
+                    }
+                }
+            };
+        let steps = call.handle(CallInput::Start, at(t0));
+        apply(&steps, t0, &mut sent, &mut live, &mut due);
+        while !call.is_over() {
+            let answer = live
+                .iter()
+                .map(|&c| {
+                    (answer_at(sent.iter().find(|s| s.0 == c).unwrap().1, by_copy(c)["outcome"].as_str().unwrap()), c)
+                })
+                .min();
+            let (when, copy) = answer.unwrap_or((NEVER, 0));
+            let next_due = due.unwrap_or(NEVER);
+            assert!(when != NEVER || next_due != NEVER, "intent {intent}: stuck with copies {live:?}");
+            if next_due < when {
+                due = None;
+                let steps = call.handle(CallInput::Timer, at(next_due));
+                apply(&steps, next_due, &mut sent, &mut live, &mut due);
+                continue;
+            }
+            live.retain(|&c| c != copy);
+            let o = if by_copy(copy)["outcome"] == "ok" { Outcome::Ok } else { Outcome::Status(503) };
+            let steps = call.handle(CallInput::Answer { copy, outcome: o, retry_after: None }, at(when));
+            let level = shared.budget_level().unwrap();
+            let fatal = steps.iter().any(|s| matches!(s, CallAction::Finish(Err(r)) if r.label() == "not_retryable"));
+            let label = match steps.iter().find(|s| matches!(s, CallAction::Finish(_))) {
+                Some(CallAction::Finish(Ok(()))) => "done".to_string(),
+                _ if fatal => "not_retryable".to_string(),
+                _ => "hedge".to_string(),
+            };
+            replayed.push((copy, label, level));
+            for s in &steps {
+                if let CallAction::Abandon { copy: c, cancel: true } = s {
+                    replayed.push((*c, "cancelled".into(), level));
+                }
+            }
+            apply(&steps, when, &mut sent, &mut live, &mut due);
+        }
+        assert_eq!(replayed.len(), rows.len(), "intent {intent}: {replayed:?} vs {rows:?}");
+        for ((copy, decision, level), r) in replayed.iter().zip(rows.iter()) {
+            assert_eq!(r["copy"], *copy, "intent {intent}: {replayed:?} vs {rows:?}");
+            assert_eq!(r["decision"], decision.as_str(), "intent {intent} copy {copy}: {r}");
+            let budget = r["budget"].as_f64().unwrap();
+            assert!((budget - level).abs() < 1e-9, "intent {intent} copy {copy}: budget {level} vs {r}");
+            let t = sent.iter().find(|(c, _)| c == copy).expect("sent").1;
+            assert_eq!(ns(r["t_s"].as_f64().unwrap()), t, "intent {intent} copy {copy}: sent at");
+        }
+        checked += rows.len();
+    }
+    assert!(checked > 50, "{checked} copies replayed");
 }
