@@ -117,9 +117,6 @@ pub enum Action<T> {
         copy: u32,
         /// Its timeout: the per-try timeout clipped to the deadline left.
         timeout: Nanos,
-        /// What made it go (a non-fatal answer or a timeout; `None`: the
-        /// hedging delay).
-        trigger: Option<Outcome>,
     },
     /// Copy `copy` is due after `delay`: call [`Machine::on_hedge_due`] then.
     HedgeDue {
@@ -151,10 +148,6 @@ pub enum Admission {
         copy: u32,
         /// Its timeout: the per-try timeout clipped to the deadline left.
         timeout: Nanos,
-        /// The previous attempt's outcome.
-        trigger: Option<Outcome>,
-        /// It held a throttle token it had waited for.
-        held: bool,
         /// A hedged call's first copy: the next copy is due after this
         /// delay (call [`Machine::on_hedge_due`] for copy 1 then).
         hedge_due: Option<Nanos>,
@@ -264,11 +257,6 @@ impl<T> Machine<T> {
         self.copies.as_ref().map_or(0, |c| c.sent())
     }
 
-    /// The previous attempt's outcome, if any.
-    pub fn last(&self) -> Option<Outcome> {
-        self.last
-    }
-
     /// The numbers of the hedged copies out, oldest first (none without hedging).
     pub fn live(&self) -> impl Iterator<Item = u32> + '_ {
         self.copies.iter().flat_map(|c| c.numbers())
@@ -292,7 +280,6 @@ impl<T> Machine<T> {
         now: Nanos,
         mut draw: impl FnMut(Purpose, u64) -> f64,
     ) -> Admission {
-        let held = policy.throttle.is_some() && self.st.admitted;
         if policy.throttle.is_some() {
             let n = self.st.attempts as u64 + 1;
             match self.st.gate(policy, guards, now, || draw(Purpose::Throttle, n)) {
@@ -313,13 +300,13 @@ impl<T> Machine<T> {
         }
         let timeout = self.st.on_send(policy, guards, now);
         match self.copies.as_mut() {
-            None => Admission::Send { copy: self.st.attempts - 1, timeout, trigger: self.last, held, hedge_due: None },
+            None => Admission::Send { copy: self.st.attempts - 1, timeout, hedge_due: None },
             Some(copies) => {
                 let copy = copies.sent();
                 copies.push(now, Slot { trigger: None, with: None });
                 let spec = policy.hedging.as_ref().expect("a hedged call's policy hedges");
                 let hedge_due = self.st.hedge_started(spec, guards, now);
-                Admission::Send { copy, timeout, trigger: None, held, hedge_due }
+                Admission::Send { copy, timeout, hedge_due }
             }
         }
     }

@@ -103,7 +103,7 @@ impl<T> Machine<T> {
             return Err(reason);
         }
         let timeout = self.st.on_send(policy, guards, now);
-        out.push(Action::Send { copy: sent, timeout, trigger });
+        out.push(Action::Send { copy: sent, timeout });
         copies.push(now, Slot { trigger, with: None });
         Ok(())
     }
