@@ -36,6 +36,7 @@ mod idempotency;
 mod instances;
 mod limiter;
 mod queueing;
+mod request;
 mod server;
 mod settle;
 mod speed;
@@ -45,6 +46,7 @@ use balancer::{Ewma, OutlierHost};
 use cache::Cache;
 use instances::Instances;
 use limiter::Limiter;
+use request::{LimitSlot, Phase, Request};
 
 /// What a random draw is for: the first word of every key.
 mod purpose {
@@ -182,63 +184,6 @@ struct Call {
     fill: u32,
     /// How long the throttle held the current attempt back.
     throttle_wait: Nanos,
-}
-
-/// One attempt of a call, from send until it leaves the system.
-#[derive(Clone)]
-struct Request {
-    call: Id,
-    intent: Id,
-    edge: u32,
-    service: u32,
-    /// The host it was sent to (an index into the world's hosts).
-    host: u32,
-    operation: u32,
-    idem_key: Option<u64>,
-    fingerprint: u64,
-    /// The ledger record (scope key) whose placeholder this request holds.
-    ledger_key: Option<u64>,
-    /// Random key of this attempt.
-    rkey: u64,
-    /// When its caller gives up on it.
-    expires_at: Nanos,
-    abandoned: bool,
-    /// It got a worker (answers may then be lost or reset by faults).
-    executed: bool,
-    /// Its answer was lost: it leaves when its caller times out.
-    lost: bool,
-    /// It holds a worker (or waits in the ledger) at its service.
-    at_service: bool,
-    /// Its service crashed while it was there: ignore what is left of its work.
-    killed: bool,
-    /// Its business write happened.
-    committed: bool,
-    demand: Nanos,
-    /// When its own work ends ([`NEVER`] outside its own work): a `Done`
-    /// event for another time is stale (a slowdown moved it).
-    done_at: Nanos,
-    /// When it reached its host, and the requests admitted there then
-    /// (itself included), for the concurrency limit.
-    reached_at: Nanos,
-    inflight_at: u32,
-    /// Counted in its host's admitted requests (concurrency limit).
-    admitted: bool,
-    /// Progress through the service's plan (downstream calls, commit).
-    stage: u16,
-    /// OCC: the row and the version read when work started.
-    row: u32,
-    version: u64,
-    answer: Outcome,
-    retry_after: Option<Nanos>,
-    /// Its service has answered it (the answer may be on its way back).
-    answered: bool,
-    /// Its caller cancelled it before it reached its service: dropped on arrival.
-    cancelled: bool,
-    /// Counted in its host's active requests (least_request, peak_ewma)
-    /// until its caller stops waiting for it.
-    active: bool,
-    /// When its own work started.
-    work_start: Nanos,
 }
 
 /// A service's plan: downstream call indices by phase.

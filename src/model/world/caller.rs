@@ -342,7 +342,7 @@ impl World<'_> {
             self.calls.get_mut(id).expect("live").tried |= 1 << replica;
         }
         let call = self.calls.get(id).expect("live");
-        let req = self.requests.insert(Request {
+        let req = self.requests.insert(Request::travelling(request::Sent {
             call: id,
             intent: call.intent,
             edge: edge as u32,
@@ -351,30 +351,9 @@ impl World<'_> {
             operation: call.operation,
             idem_key: call.idem_key,
             fingerprint: call.fingerprint,
-            ledger_key: None,
             rkey,
             expires_at: now.saturating_add(timeout),
-            abandoned: false,
-            executed: false,
-            lost: false,
-            at_service: false,
-            killed: false,
-            committed: false,
-            demand: 0,
-            done_at: NEVER,
-            reached_at: 0,
-            inflight_at: 0,
-            admitted: false,
-            stage: 0,
-            row: 0,
-            version: 0,
-            answer: Outcome::Ok,
-            retry_after: None,
-            answered: false,
-            cancelled: false,
-            work_start: 0,
-            active: false,
-        });
+        }));
         let intent = call.intent;
         let it = self.intents.get_mut(intent).expect("live intent");
         it.outstanding += 1;
@@ -414,7 +393,7 @@ impl World<'_> {
                 }
                 FaultKind::Partition { edge: cut } if *cut == edge => {
                     // The request vanishes on the way: its caller will time out.
-                    self.requests.get_mut(req).expect("live").lost = true;
+                    self.requests.get_mut(req).expect("live").to(Phase::Lost);
                     return req;
                 }
                 _ => {}
@@ -437,7 +416,7 @@ impl World<'_> {
         };
         let (call, outcome, retry_after) = (req.call, req.answer, req.retry_after);
         if let Some(slot) = self.hosts[req.host as usize].slot
-            && !req.abandoned
+            && !req.abandoned()
         {
             let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.machine.st.sent_at));
             if outcome == Outcome::Ok && self.intents.get(req.intent).is_some_and(|it| it.in_window) {
@@ -460,7 +439,7 @@ impl World<'_> {
         let Some(req) = self.requests.get(id) else {
             return;
         };
-        let (call, lost) = (req.call, req.lost);
+        let (call, lost) = (req.call, req.phase() == Phase::Lost);
         let host = req.host as usize;
         let (hedged, current) =
             self.calls.get(call).map_or((false, false), |c| (c.machine.hedged(), c.current == Some(id)));
@@ -471,7 +450,7 @@ impl World<'_> {
                 let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.machine.st.sent_at));
                 self.host_observed(id, rtt, Outcome::Timeout);
             }
-            self.requests.get_mut(id).expect("live").abandoned = true;
+            self.requests.get_mut(id).expect("live").abandon();
             self.calls.get_mut(call).expect("live").current = None;
             if self.s.edge_policy(self.calls.get(call).expect("live").edge as usize).cancel_on_timeout {
                 // The stream is reset: the service drops the work.

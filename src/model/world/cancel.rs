@@ -14,28 +14,27 @@ impl World<'_> {
         let Some(r) = self.requests.get_mut(id) else {
             return;
         };
-        r.abandoned = true;
+        r.abandon();
         let (svc, h) = (r.service as usize, r.host as usize);
         // A reset stream is no longer active at its host.
         self.release_active(id);
         let r = self.requests.get_mut(id).expect("live");
-        if r.lost {
+        let phase = r.phase();
+        if phase == Phase::Lost {
             // Its answer was lost: nothing left at the service.
             self.leave(id);
             return;
         }
-        if r.admitted {
+        if r.limit.is_some() {
             // The concurrency limit lets the slot go without a sample, as
             // Netflix's limiters ignore a cancelled request.
             self.limit_ignore(id);
         }
         let r = self.requests.get_mut(id).expect("live");
-        if r.at_service {
-            let (executed, done_at, demand, intent) = (r.executed, r.done_at, r.demand, r.intent);
-            let held = r.ledger_key.filter(|_| !r.committed);
-            r.at_service = false;
-            r.killed = true;
-            if executed && done_at != NEVER && now < done_at {
+        if phase.holds_worker() {
+            let (in_own_work, done_at, demand, intent) = (r.in_own_work(), r.done_at, r.demand, r.intent);
+            let held = r.ledger_key.filter(|_| phase != Phase::Committed);
+            if in_own_work && now < done_at {
                 // Stopped in its own work: what it did is wasted, the rest is saved.
                 let left = done_at - now;
                 let done = demand.saturating_sub(left);
@@ -53,7 +52,7 @@ impl World<'_> {
                 for k in std::iter::once(svc).chain(slot.map(|k| k as usize)) {
                     self.m.series.at(now).wasted[k] += 1;
                 }
-            } else if !executed {
+            } else if phase == Phase::Holding {
                 // A duplicate waiting in the ledger for the original.
                 let l = self.hosts[h].ledger as usize;
                 if let Some(ls) = self.services[svc].ledgers.get_mut(l) {
@@ -71,7 +70,8 @@ impl World<'_> {
             self.fill_workers(h);
             return;
         }
-        if let Some(pos) = self.hosts[h].queue.iter().position(|&(q, _)| q == id) {
+        if phase == Phase::Queued {
+            let pos = self.hosts[h].queue.iter().position(|&(q, _)| q == id).expect("queued at its host");
             self.touch_host(h, now);
             let st = &mut self.hosts[h];
             st.queue.remove(pos);
@@ -81,10 +81,9 @@ impl World<'_> {
             self.leave(id);
             return;
         }
-        let r = self.requests.get_mut(id).expect("live");
-        if !r.answered {
+        if phase == Phase::Travelling {
             // Neither at the service nor answered: still on its way there.
-            r.cancelled = true;
+            self.requests.get_mut(id).expect("live").to(Phase::Cancelled);
         }
         // Otherwise its answer is on the way back: it leaves when it arrives.
     }

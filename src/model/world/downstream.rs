@@ -59,7 +59,7 @@ impl World<'_> {
     /// A downstream call of request `id` finished with `outcome`.
     pub(super) fn child_done(&mut self, id: Id, outcome: Outcome) {
         // The request may have been reset by a crash while it waited.
-        let Some(req) = self.requests.get(id).filter(|r| !r.killed) else {
+        let Some(req) = self.requests.get(id).filter(|r| r.phase().executed()) else {
             return;
         };
         let (svc, stage, intent) = (req.service as usize, req.stage as usize, req.intent);
@@ -146,7 +146,7 @@ impl World<'_> {
         }
         let (intent, rkey, operation, edge) = (req.intent, req.rkey, req.operation as usize, req.edge as usize);
         let (idem_key, fingerprint, ledger_key) = (req.idem_key, req.fingerprint, req.ledger_key);
-        self.requests.get_mut(id).expect("live").committed = true;
+        self.requests.get_mut(id).expect("live").to(Phase::Committed);
         if let Some(key) = ledger_key {
             self.record_result(req_host, key);
         }

@@ -51,7 +51,7 @@ impl World<'_> {
             Fate::Hedge => (TraceDecision::Hedge, None),
             Fate::GivenUp { reason, last } => {
                 if let Some(r) = self.requests.get_mut(req) {
-                    r.abandoned = true;
+                    r.abandon();
                 }
                 let edge = self.calls.get(id).expect("live call").edge as usize;
                 if self.s.edge_policy(edge).cancel_on_timeout {
@@ -61,7 +61,7 @@ impl World<'_> {
             }
             Fate::Cancelled | Fate::Left => {
                 if let Some(r) = self.requests.get_mut(req) {
-                    r.abandoned = true;
+                    r.abandon();
                 }
                 if e.fate == Fate::Cancelled {
                     (TraceDecision::Cancelled, Some(TraceNote::Cancelled))

@@ -150,13 +150,11 @@ impl World<'_> {
             .requests
             .ids()
             .into_iter()
-            .filter(|&r| self.requests.get(r).is_some_and(|q| q.host as usize == h && q.at_service))
+            .filter(|&r| self.requests.get(r).is_some_and(|q| q.host as usize == h && q.phase().holds_worker()))
             .collect();
         for id in queued.into_iter().chain(inside) {
             let r = self.requests.get_mut(id).expect("live");
-            r.killed = true;
-            r.at_service = false;
-            r.executed = false;
+            r.to(Phase::Reset);
             r.done_at = NEVER;
             self.reply(id, Outcome::Reset, None);
         }

@@ -147,10 +147,7 @@ impl World<'_> {
         }
         host.admitted += 1;
         let inflight = host.admitted;
-        let r = self.requests.get_mut(id).expect("live");
-        r.reached_at = now;
-        r.inflight_at = inflight;
-        r.admitted = true;
+        self.requests.get_mut(id).expect("live").limit = Some(LimitSlot { reached_at: now, inflight_at: inflight });
         true
     }
 
@@ -158,7 +155,7 @@ impl World<'_> {
     /// free again, and it is no sample.
     pub(super) fn limit_ignore(&mut self, id: Id) {
         let r = self.requests.get_mut(id).expect("live");
-        if std::mem::take(&mut r.admitted) {
+        if r.limit.take().is_some() {
             self.hosts[r.host as usize].admitted -= 1;
         }
     }
@@ -168,11 +165,10 @@ impl World<'_> {
     pub(super) fn limit_sample(&mut self, id: Id, outcome: Outcome) {
         let now = self.q.now();
         let r = self.requests.get_mut(id).expect("live");
-        if !r.admitted {
+        let Some(slot) = r.limit.take() else {
             return;
-        }
-        r.admitted = false;
-        let (h, rtt, inflight) = (r.host as usize, now.saturating_sub(r.reached_at), r.inflight_at);
+        };
+        let (h, rtt, inflight) = (r.host as usize, now.saturating_sub(slot.reached_at), slot.inflight_at);
         let rng = self.rng;
         let host = &mut self.hosts[h];
         host.admitted -= 1;

@@ -67,6 +67,7 @@ impl World<'_> {
                 st.last_empty = now;
             }
             st.queue.push_back((id, now));
+            self.requests.get_mut(id).expect("live").to(Phase::Queued);
         } else {
             self.reply(id, Outcome::Status(spec.overload.status), spec.overload.retry_after);
         }
@@ -133,9 +134,9 @@ impl World<'_> {
             if self.hosts[h].queue.is_empty() {
                 self.hosts[h].last_empty = now;
             }
-            let expired = self.requests.get(next).is_some_and(|r| r.abandoned);
+            let expired = self.requests.get(next).is_some_and(|r| r.abandoned());
             if spec.drop_expired && expired {
-                if self.requests.get(next).is_some_and(|r| r.admitted) {
+                if self.requests.get(next).is_some_and(|r| r.limit.is_some()) {
                     self.limit_sample(next, Outcome::Timeout);
                 }
                 self.leave(next);

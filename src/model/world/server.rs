@@ -11,7 +11,7 @@ impl World<'_> {
             return;
         };
         let (svc, h, rkey, intent) = (req.service as usize, req.host as usize, req.rkey, req.intent);
-        if req.cancelled {
+        if req.phase() == Phase::Cancelled {
             // Its caller cancelled it on the way.
             self.leave(id);
             return;
@@ -121,7 +121,7 @@ impl World<'_> {
         let h = self.requests.get(id).expect("live request").host as usize;
         self.touch_host(h, now);
         self.hosts[h].busy += 1;
-        self.requests.get_mut(id).expect("live").at_service = true;
+        self.requests.get_mut(id).expect("live").to(Phase::Holding);
         self.begin(id);
     }
 
@@ -157,8 +157,7 @@ impl World<'_> {
         let version = self.services[svc].versions.get(row as usize).copied().unwrap_or(0);
         let r = self.requests.get_mut(id).expect("live");
         r.demand = demand;
-        r.work_start = self.q.now();
-        r.executed = true;
+        r.to(Phase::Working);
         r.row = row;
         r.version = version;
         r.done_at = self.q.now().saturating_add(demand);
@@ -174,11 +173,11 @@ impl World<'_> {
         let now = self.q.now();
         // A crash may have reset the request meanwhile.
         // A slowdown may have moved the end of its work: this event is stale.
-        let Some(req) = self.requests.get_mut(id).filter(|r| !r.killed && r.done_at == now) else {
+        let Some(req) = self.requests.get_mut(id).filter(|r| r.phase().executed() && r.done_at == now) else {
             return;
         };
         req.done_at = NEVER;
-        let (svc, demand, abandoned, intent) = (req.service as usize, req.demand, req.abandoned, req.intent);
+        let (svc, demand, abandoned, intent) = (req.service as usize, req.demand, req.abandoned(), req.intent);
         let slot = self.hosts[req.host as usize].slot;
         let in_window = match self.intents.get(intent).filter(|it| it.in_window) {
             Some(it) => {
@@ -202,9 +201,8 @@ impl World<'_> {
     /// the answer sent.
     pub(super) fn finish_request(&mut self, id: Id, outcome: Outcome) {
         let now = self.q.now();
-        let r = self.requests.get_mut(id).expect("live request");
-        r.at_service = false;
-        let (h, held) = (r.host as usize, r.ledger_key.filter(|_| !r.committed));
+        let r = self.requests.get(id).expect("live request");
+        let (h, held) = (r.host as usize, r.ledger_key.filter(|_| r.phase() != Phase::Committed));
         self.touch_host(h, now);
         self.hosts[h].busy -= 1;
         self.reply(id, outcome, None);
@@ -233,11 +231,11 @@ impl World<'_> {
     pub(super) fn reply(&mut self, id: Id, mut outcome: Outcome, retry_after: Option<Nanos>) {
         let now = self.q.now();
         let mut req = self.requests.get(id).expect("live request");
-        if req.admitted {
+        if req.limit.is_some() {
             self.limit_sample(id, outcome);
             req = self.requests.get(id).expect("live request");
         }
-        let (svc, rkey, edge, executed) = (req.service as usize, req.rkey, req.edge as usize, req.executed);
+        let (svc, rkey, edge, executed) = (req.service as usize, req.rkey, req.edge as usize, req.phase().executed());
         let replica = self.hosts[req.host as usize].replica;
         if executed {
             for (fi, f) in self.s.faults.iter().enumerate() {
@@ -251,10 +249,10 @@ impl World<'_> {
                         // The answer never arrives: the request stays until its
                         // caller times out (or leaves now if it already has).
                         let r = self.requests.get_mut(id).expect("live");
-                        if r.abandoned {
+                        if r.abandoned() {
                             self.leave(id);
                         } else {
-                            r.lost = true;
+                            r.to(Phase::Lost);
                         }
                         return;
                     }
@@ -271,7 +269,7 @@ impl World<'_> {
         let r = self.requests.get_mut(id).expect("live");
         r.answer = outcome;
         r.retry_after = retry_after;
-        r.answered = true;
+        r.to(Phase::Answered);
         if lat == 0 {
             // No latency: no event; it reaches its caller right after this step.
             self.immediate.push_back(Event::Reply { req: id });

@@ -40,9 +40,7 @@ impl World<'_> {
                 .requests
                 .ids()
                 .into_iter()
-                .filter(|&r| {
-                    self.requests.get(r).is_some_and(|q| q.host as usize == h && q.done_at != NEVER && !q.killed)
-                })
+                .filter(|&r| self.requests.get(r).is_some_and(|q| q.host as usize == h && q.in_own_work()))
                 .collect();
             for id in working {
                 let r = self.requests.get_mut(id).expect("live");
