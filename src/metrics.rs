@@ -6,11 +6,13 @@ pub mod class;
 pub mod latency;
 pub mod recovery;
 pub mod run;
+pub mod tally;
 pub mod timeseries;
 pub mod trace;
 
 pub use latency::LatencyHistogram;
 pub use run::{ClientResult, DISTURBANCE_TO_END, MetricMap, NEVER_HEALTHY, RunCollector, RunResult};
+pub use tally::{Counters, Tally};
 pub use timeseries::{BinRow, TimeSeries};
 pub use trace::{TraceDecision, TraceNote, TraceRecord};
 

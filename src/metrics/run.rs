@@ -1,6 +1,7 @@
 //! Counters of one run and the metrics computed from them at its end.
 
 use super::class::{ClassCounters, Context, headline};
+use super::tally::{Counters, INSIDE, Tally};
 use super::{LatencyHistogram, TimeSeries, TraceRecord};
 use crate::config::{ClientMode, Scenario};
 use crate::engine::{Nanos, to_secs_f64};
@@ -11,17 +12,13 @@ use std::collections::BTreeMap;
 pub type MetricMap = BTreeMap<String, Option<f64>>;
 
 /// Streaming counters for one run. Only intents that arrived in
-/// [warmup, duration) count towards the summary metrics; the time series
+/// [warmup, duration) count towards the summary metrics (the inside of
+/// the window, resolved once per intent into a [`Tally`]); the time series
 /// sees everything.
 #[derive(Debug, Clone)]
 pub struct RunCollector {
-    /// Per client class: its in-window intents (the run's totals add them up).
-    pub classes: Vec<ClassCounters>,
-    pub edge_attempts: Vec<u64>,
-    /// Per metrics slot (services, then the hosts of services with
-    /// replicas, see [`host_slots`]).
-    pub service_work_ns: Vec<f64>,
-    pub service_wasted_ns: Vec<f64>,
+    /// The counts outside and inside the measurement window ([`INSIDE`]).
+    sides: [Counters; 2],
     /// Per service: ∫ busy and ∫ queue length over [warmup, duration) (ns).
     pub window_busy: Vec<f64>,
     pub window_queue: Vec<f64>,
@@ -30,40 +27,12 @@ pub struct RunCollector {
     /// that reached each service during it, whatever their intent.
     pub baseline: (Nanos, Nanos),
     pub baseline_arrivals: Vec<u64>,
-    /// Idempotency ledgers: answers replayed, 409s, 422s, placeholders
-    /// recovered, and placeholders in progress past their lease at the end.
-    pub ledger_replays: u64,
-    pub ledger_conflicts: u64,
-    pub ledger_rejects: u64,
-    pub ledger_recoveries: u64,
+    /// Placeholders in progress past their lease at the end.
     pub stuck_placeholders: u64,
-    /// One intent (client class, number) per kind of violation, for counterexamples.
-    pub witnesses: BTreeMap<String, (u32, u64)>,
-    /// Per side-effect kind: commits, intents with more than one, and the extra ones.
-    pub effects: Vec<u64>,
-    pub effect_duplicates: Vec<u64>,
-    pub effect_extra: Vec<u64>,
-    /// How failed intents ended: `<last outcome> (<reason>)` → count.
-    pub failures: BTreeMap<String, u64>,
-    /// Retries refused, per reason.
-    pub denials: BTreeMap<DenyReason, u64>,
     pub series: TimeSeries,
     pub window: (Nanos, Nanos),
     /// Attempt records of the traced intents, in the order decided.
     pub trace: Vec<TraceRecord>,
-    /// Per host of a service with replicas (in [`host_slots`] order): requests
-    /// of in-window intents that reached it, attempts sent to it, and `ok`
-    /// answers its callers got.
-    pub host_arrivals: Vec<u64>,
-    pub host_sent: Vec<u64>,
-    pub host_ok: Vec<u64>,
-    /// Per service: cache lookups and hits of its calls' caches.
-    pub cache_lookups: Vec<u64>,
-    pub cache_hits: Vec<u64>,
-    /// Per service: hosts ejected by outlier detection.
-    pub ejections: Vec<u64>,
-    /// Per service: hosts that crashed when their queue passed `memory_limit`.
-    pub memory_crashes: Vec<u64>,
 }
 
 /// The hosts that get metrics of their own: (service, replica) of every
@@ -84,41 +53,48 @@ impl RunCollector {
         let hosts = host_slots(s).len();
         let n = services + hosts;
         Self {
-            classes: vec![ClassCounters::new(services); s.clients.len()],
-            edge_attempts: vec![0; s.edges.len()],
-            service_work_ns: vec![0.0; n],
-            service_wasted_ns: vec![0.0; n],
+            sides: [Counters::new(s, hosts), Counters::new(s, hosts)],
             window_busy: vec![0.0; n],
             window_queue: vec![0.0; n],
             baseline: super::recovery::baseline_span(s).unwrap_or((0, 0)),
             baseline_arrivals: vec![0; services],
-            ledger_replays: 0,
-            ledger_conflicts: 0,
-            ledger_rejects: 0,
-            ledger_recoveries: 0,
             stuck_placeholders: 0,
-            witnesses: BTreeMap::new(),
-            effects: vec![0; s.effect_kinds.len()],
-            effect_duplicates: vec![0; s.effect_kinds.len()],
-            effect_extra: vec![0; s.effect_kinds.len()],
-            failures: BTreeMap::new(),
-            denials: BTreeMap::new(),
             series: TimeSeries::new(s.bin, n, s.clients.len()),
             window: (s.warmup, s.duration),
             trace: Vec::new(),
-            host_arrivals: vec![0; hosts],
-            host_sent: vec![0; hosts],
-            host_ok: vec![0; hosts],
-            cache_lookups: vec![0; services],
-            cache_hits: vec![0; services],
-            ejections: vec![0; services],
-            memory_crashes: vec![0; services],
         }
     }
 
-    /// Remembers `intent` as the first example of a violation `kind`.
-    pub fn witness(&mut self, kind: &str, intent: (u32, u64)) {
-        self.witnesses.entry(kind.to_string()).or_insert(intent);
+    /// The tally of an intent of client class `client` that arrived at
+    /// `arrived`: the window is resolved here, once per intent.
+    #[inline]
+    pub fn tally(&self, arrived: Nanos, client: u32) -> Tally {
+        Tally::new(self.in_window(arrived), client)
+    }
+
+    /// The counts an event of an intent with tally `t` goes to.
+    #[inline(always)]
+    pub fn counts(&mut self, t: Tally) -> &mut Counters {
+        &mut self.sides[t.side()]
+    }
+
+    /// The counters of `t`'s client class on its side of the window.
+    #[inline(always)]
+    pub fn class(&mut self, t: Tally) -> &mut ClassCounters {
+        &mut self.sides[t.side()].classes[t.client()]
+    }
+
+    /// The counts of something that happens at `now` rather than for an
+    /// intent (a host crash).
+    #[inline]
+    pub fn counts_at(&mut self, now: Nanos) -> &mut Counters {
+        let side = self.in_window(now) as usize;
+        &mut self.sides[side]
+    }
+
+    /// The counts the summary reads.
+    pub fn inside(&mut self) -> &mut Counters {
+        &mut self.sides[INSIDE]
     }
 
     /// Whether an intent that arrived at `t` counts.
@@ -160,15 +136,17 @@ impl RunCollector {
     }
 
     /// Computes the metrics of the finished run.
-    pub fn finish(mut self, s: &Scenario, end: Nanos, events: u64) -> RunResult {
+    pub fn finish(self, s: &Scenario, end: Nanos, events: u64) -> RunResult {
+        let overloaded = self.baseline_overloaded(s);
+        let [_, mut inside] = self.sides;
         let window_s = to_secs_f64(s.duration - s.warmup);
         // One client class is its own total: nothing to add up or copy.
-        let absorbed = (self.classes.len() != 1).then(|| {
+        let absorbed = (inside.classes.len() != 1).then(|| {
             let mut total = ClassCounters::new(s.services.len());
-            self.classes.iter().for_each(|c| total.absorb(c));
+            inside.classes.iter().for_each(|c| total.absorb(c));
             total
         });
-        let total = absorbed.as_ref().unwrap_or_else(|| &self.classes[0]);
+        let total = absorbed.as_ref().unwrap_or_else(|| &inside.classes[0]);
         // The run's busiest service; a summary of several variants moves the
         // headline to the baseline variant's busiest (RunResult::amplification_values).
         let amp_service = total
@@ -183,7 +161,7 @@ impl RunCollector {
         };
         let policies = || (0..s.edges.len()).map(|e| s.edge_policy(e));
         let context = Context {
-            attempts: s.clients.iter().map(|c| self.edge_attempts[c.edge]).sum(),
+            attempts: s.clients.iter().map(|c| inside.edge_attempts[c.edge]).sum(),
             window_s,
             amplification_service: amp_service,
             deadlines: s.clients.iter().any(|c| c.policy.deadline != crate::engine::NEVER),
@@ -197,11 +175,11 @@ impl RunCollector {
         let clients: Vec<ClientResult> = s
             .clients
             .iter()
-            .zip(&self.classes)
+            .zip(&inside.classes)
             .map(|(spec, counters)| {
                 let burst = matches!(spec.mode, ClientMode::Burst { .. });
                 let x = Context {
-                    attempts: self.edge_attempts[spec.edge],
+                    attempts: inside.edge_attempts[spec.edge],
                     deadlines: spec.policy.deadline != crate::engine::NEVER,
                     burst_start: burst_start(&mut std::iter::once(spec)),
                     bursts_only: burst,
@@ -225,16 +203,16 @@ impl RunCollector {
         };
         let ledgers = s.services.iter().any(|sv| sv.ledger.is_some());
         for (k, v) in [
-            ("ledger_replays", self.ledger_replays),
-            ("ledger_409", self.ledger_conflicts),
-            ("ledger_422", self.ledger_rejects),
-            ("ledger_recoveries", self.ledger_recoveries),
+            ("ledger_replays", inside.ledger_replays),
+            ("ledger_409", inside.ledger_conflicts),
+            ("ledger_422", inside.ledger_rejects),
+            ("ledger_recoveries", inside.ledger_recoveries),
             ("stuck_placeholders", self.stuck_placeholders),
         ] {
             put(k, ledgers.then_some(v as f64));
         }
         let budgeted = (0..s.edges.len()).any(|e| s.edge_policy(e).budget.is_some());
-        let denied = self.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
+        let denied = inside.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
         put("retries_denied_budget", budgeted.then_some(denied as f64));
         let bins = super::recovery::states(&self.series, self.series.rows().len());
         let rec = super::recovery::recovery(
@@ -243,7 +221,7 @@ impl RunCollector {
             s.warmup,
             s.duration,
             &super::recovery::disturbances(s),
-            self.baseline_overloaded(s),
+            overloaded,
         );
         put("recovery_time_s", rec.recovery_time_s);
         put("recovered_fraction", rec.recovered);
@@ -272,10 +250,10 @@ impl RunCollector {
                 let mut em = MetricMap::new();
                 // A client edge counts per intent of its own client class.
                 let n = match s.clients.iter().position(|c| c.edge == i) {
-                    Some(c) => self.classes[c].intents,
+                    Some(c) => inside.classes[c].intents,
                     None => total.intents,
                 };
-                em.insert("attempts_per_intent".into(), (n > 0).then(|| self.edge_attempts[i] as f64 / n as f64));
+                em.insert("attempts_per_intent".into(), (n > 0).then(|| inside.edge_attempts[i] as f64 / n as f64));
                 (e.name.clone(), em)
             })
             .collect();
@@ -287,8 +265,8 @@ impl RunCollector {
             sm.insert("requests_per_intent".into(), requests);
             sm.insert("utilization".into(), Some(self.window_busy[i] / (window_ns * workers)));
             sm.insert("queue_len".into(), Some(self.window_queue[i] / window_ns));
-            let w = self.service_work_ns[i];
-            sm.insert("wasted_fraction".into(), (w > 0.0).then(|| self.service_wasted_ns[i] / w));
+            let w = inside.service_work_ns[i];
+            sm.insert("wasted_fraction".into(), (w > 0.0).then(|| inside.service_wasted_ns[i] / w));
             sm
         };
         let mut services = Vec::new();
@@ -297,24 +275,25 @@ impl RunCollector {
             let mut sm = slot_map(i, requests[i], sv.workers as f64 * replicas as f64);
             let mine: Vec<usize> = (0..slots.len()).filter(|&k| slots[k].0 == i).collect();
             if replicas > 1 {
-                let (sent, ok) = mine.iter().fold((0, 0), |(a, b), &k| (a + self.host_sent[k], b + self.host_ok[k]));
+                let (sent, ok) =
+                    mine.iter().fold((0, 0), |(a, b), &k| (a + inside.host_sent[k], b + inside.host_ok[k]));
                 sm.insert("success_rate".into(), (sent > 0).then(|| ok as f64 / sent as f64));
             }
             if sv.calls.iter().any(|c| c.cache.is_some()) {
-                let n = self.cache_lookups[i];
-                sm.insert("cache_hit_ratio".into(), (n > 0).then(|| self.cache_hits[i] as f64 / n as f64));
+                let n = inside.cache_lookups[i];
+                sm.insert("cache_hit_ratio".into(), (n > 0).then(|| inside.cache_hits[i] as f64 / n as f64));
             }
             if sv.hosts.outlier.is_some() {
-                sm.insert("ejections".into(), Some(self.ejections[i] as f64));
+                sm.insert("ejections".into(), Some(inside.ejections[i] as f64));
             }
             if sv.memory.is_some() {
-                sm.insert("memory_crashes".into(), Some(self.memory_crashes[i] as f64));
+                sm.insert("memory_crashes".into(), Some(inside.memory_crashes[i] as f64));
             }
             services.push((sv.name.clone(), sm));
             for k in mine {
-                let arrivals = (total.intents > 0).then(|| self.host_arrivals[k] as f64 / total.intents as f64);
+                let arrivals = (total.intents > 0).then(|| inside.host_arrivals[k] as f64 / total.intents as f64);
                 let mut hm = slot_map(s.services.len() + k, arrivals, sv.workers as f64);
-                let (sent, ok) = (self.host_sent[k], self.host_ok[k]);
+                let (sent, ok) = (inside.host_sent[k], inside.host_ok[k]);
                 hm.insert("success_rate".into(), (sent > 0).then(|| ok as f64 / sent as f64));
                 services.push((format!("{}[{}]", sv.name, slots[k].1), hm));
             }
@@ -326,14 +305,14 @@ impl RunCollector {
             .enumerate()
             .map(|(k, name)| {
                 let mut km = MetricMap::new();
-                km.insert("commits_per_intent".into(), per_intent(self.effects[k] as f64));
-                km.insert("duplicate_intents".into(), Some(self.effect_duplicates[k] as f64));
-                km.insert("extra".into(), Some(self.effect_extra[k] as f64));
+                km.insert("commits_per_intent".into(), per_intent(inside.effects[k] as f64));
+                km.insert("duplicate_intents".into(), Some(inside.effect_duplicates[k] as f64));
+                km.insert("extra".into(), Some(inside.effect_extra[k] as f64));
                 (name.clone(), km)
             })
             .collect();
         let mut denials = BTreeMap::new();
-        for (r, n) in &self.denials {
+        for (r, n) in &inside.denials {
             denials.insert(r.label().to_string(), *n);
         }
         RunResult {
@@ -345,12 +324,12 @@ impl RunCollector {
             edges,
             services,
             effects,
-            witnesses: self.witnesses,
-            failures: self.failures,
+            witnesses: inside.witnesses,
+            failures: inside.failures,
             denials,
             latency: match absorbed {
                 Some(total) => total.latency,
-                None => self.classes.swap_remove(0).latency,
+                None => inside.classes.swap_remove(0).latency,
             },
             series: self.series,
             trace: self.trace,

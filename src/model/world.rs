@@ -13,7 +13,7 @@ use crate::config::validate::MAX_EFFECT_KINDS;
 use crate::config::{Caller, FaultKind, KeyMode, Scenario, When};
 use crate::engine::random::hash_words;
 use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64};
-use crate::metrics::{RunCollector, RunResult, TraceDecision, TraceRecord};
+use crate::metrics::{RunCollector, RunResult, Tally, TraceDecision, TraceRecord};
 use crate::policy::Policy;
 use crate::policy::breaker::Breaker;
 use crate::policy::budget::Budget;
@@ -129,7 +129,8 @@ struct Intent {
     arrived: Nanos,
     /// The client instance that sent it.
     instance: u32,
-    in_window: bool,
+    /// Where its counts go: its client class, inside the measurement window or not.
+    tally: Tally,
     /// Whether this intent's attempts go into the trace.
     traced: bool,
     done: bool,
@@ -496,7 +497,7 @@ impl<'s> World<'s> {
             for l in &st.ledgers {
                 self.m.stuck_placeholders += l.ledger.stuck();
                 if let Some(owner) = l.ledger.stuck_example() {
-                    self.m.witness("stuck_placeholder", owner);
+                    self.m.inside().witness("stuck_placeholder", owner);
                 }
             }
         }

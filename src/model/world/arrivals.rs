@@ -127,7 +127,7 @@ impl<'s> World<'s> {
             }
             ClientMode::Burst { .. } => (instance as u64, instance),
         };
-        let in_window = self.m.in_window(now);
+        let tally = self.m.tally(now, c as u32);
         // A client that reuses keys (a bug) sends an earlier intent's key with its own body.
         let reuse = spec.key_reuse_rate > 0.0
             && seq > 0
@@ -139,7 +139,7 @@ impl<'s> World<'s> {
             seq,
             arrived: now,
             instance,
-            in_window,
+            tally,
             traced: self.options.trace_fraction > 0.0
                 && self.rng.unit(&[purpose::TRACE, c as u64, seq]) < self.options.trace_fraction,
             done: false,
@@ -151,9 +151,7 @@ impl<'s> World<'s> {
             applied: 0,
             key,
         });
-        if in_window {
-            self.m.classes[c].intents += 1;
-        }
+        self.m.class(tally).intents += 1;
         self.m.series.record_arrival(now, c);
         if !self.first_allowed(Guard { owner: Owner::Client, edge: spec.edge, client: c, instance }) {
             // An open breaker fails the intent fast, without sending anything.

@@ -193,9 +193,8 @@ impl World<'_> {
             od.backoff += 1;
         }
         self.services[svc].ejected += 1;
-        if self.intents.get(req_intent(&self.requests, id)).is_some_and(|it| it.in_window) {
-            self.m.ejections[svc] += 1;
-        }
+        let tally = self.tally(req_intent(&self.requests, id));
+        self.m.counts(tally).ejections[svc] += 1;
     }
 
     /// Outlier detection's interval timer (Envoy `onIntervalTimer`):

@@ -76,13 +76,12 @@ impl World<'_> {
         let it = self.intents.get(req.intent).expect("live intent");
         let mut stream = self.rng.stream(&[purpose::CACHE_KEY, it.client as u64, it.seq, svc as u64, index as u64]);
         let key = cache.key(&mut stream);
-        let in_window = it.in_window;
+        let tally = it.tally;
         let hit = cache.hit(key, self.q.now());
-        if in_window {
-            self.m.cache_lookups[svc] += 1;
-            if hit {
-                self.m.cache_hits[svc] += 1;
-            }
+        let counts = self.m.counts(tally);
+        counts.cache_lookups[svc] += 1;
+        if hit {
+            counts.cache_hits[svc] += 1;
         }
         if hit { None } else { Some(key) }
     }

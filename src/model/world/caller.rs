@@ -259,9 +259,8 @@ impl World<'_> {
     fn send_copy(&mut self, id: Id, copy: u32, timeout: Nanos) {
         let hedged = self.calls.get(id).expect("live call").machine.hedged();
         if hedged && copy > 0 {
-            if let Some(c) = self.in_window_class(id) {
-                self.m.classes[c].hedges += 1;
-            }
+            let tally = self.call_tally(id);
+            self.m.class(tally).hedges += 1;
             self.m.series.at(self.q.now()).hedges += 1;
         }
         let req = self.transmit(id, timeout);
@@ -281,25 +280,22 @@ impl World<'_> {
         self.q.schedule_in(wait, Event::Retry { call: id });
     }
 
-    /// The client class of the call's intent, if the intent is in the measurement window.
-    fn in_window_class(&self, id: Id) -> Option<usize> {
-        let call = self.calls.get(id).expect("live call");
-        self.intents.get(call.intent).filter(|it| it.in_window).map(|it| it.client as usize)
+    /// Where the counts of call `id` go: its intent's tally.
+    fn call_tally(&self, id: Id) -> Tally {
+        self.tally(self.calls.get(id).expect("live call").intent)
     }
 
     /// A throttle held back or refused an attempt of the call.
     fn count_throttled(&mut self, id: Id) {
-        if let Some(c) = self.in_window_class(id) {
-            self.m.classes[c].throttled += 1;
-        }
+        let tally = self.call_tally(id);
+        self.m.class(tally).throttled += 1;
         self.m.series.at(self.q.now()).throttled += 1;
     }
 
     /// The call gave up, for `reason`.
     fn count_denial(&mut self, id: Id, reason: DenyReason) {
-        if self.in_window_class(id).is_some() {
-            *self.m.denials.entry(reason).or_insert(0) += 1;
-        }
+        let tally = self.call_tally(id);
+        *self.m.counts(tally).denials.entry(reason).or_insert(0) += 1;
     }
 
     /// An attempt of a call without hedging ended: its trace record.
@@ -357,15 +353,12 @@ impl World<'_> {
         let intent = call.intent;
         let it = self.intents.get_mut(intent).expect("live intent");
         it.outstanding += 1;
-        if it.in_window {
-            self.m.edge_attempts[edge] += 1;
-        }
+        let counts = self.m.counts(it.tally);
+        counts.edge_attempts[edge] += 1;
         if let Some(slot) = self.hosts[host].slot {
+            counts.host_sent[slot as usize - self.s.services.len()] += 1;
             self.hosts[host].active += 1;
             self.requests.get_mut(req).expect("live").active = true;
-            if it.in_window {
-                self.m.host_sent[slot as usize - self.s.services.len()] += 1;
-            }
         }
         if g.owner == Owner::Client {
             self.m.series.at(now).attempts += 1;
@@ -419,8 +412,9 @@ impl World<'_> {
             && !req.abandoned()
         {
             let rtt = self.calls.get(call).map_or(0, |c| self.q.now().saturating_sub(c.machine.st.sent_at));
-            if outcome == Outcome::Ok && self.intents.get(req.intent).is_some_and(|it| it.in_window) {
-                self.m.host_ok[slot as usize - self.s.services.len()] += 1;
+            if outcome == Outcome::Ok {
+                let tally = self.tally(req.intent);
+                self.m.counts(tally).host_ok[slot as usize - self.s.services.len()] += 1;
             }
             self.host_observed(id, rtt, outcome);
         }

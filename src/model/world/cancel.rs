@@ -39,17 +39,13 @@ impl World<'_> {
                 let left = done_at - now;
                 let done = demand.saturating_sub(left);
                 let slot = self.hosts[h].slot;
-                if let Some(it) = self.intents.get(intent).filter(|it| it.in_window) {
-                    let class = &mut self.m.classes[it.client as usize];
-                    class.work_ns += done as f64;
-                    class.wasted_ns += done as f64;
-                    class.cancelled_ns += left as f64;
-                    for k in std::iter::once(svc).chain(slot.map(|k| k as usize)) {
-                        self.m.service_work_ns[k] += done as f64;
-                        self.m.service_wasted_ns[k] += done as f64;
-                    }
-                }
+                let tally = self.tally(intent);
+                let class = self.m.class(tally);
+                class.work_ns += done as f64;
+                class.wasted_ns += done as f64;
+                class.cancelled_ns += left as f64;
                 for k in std::iter::once(svc).chain(slot.map(|k| k as usize)) {
+                    self.m.counts(tally).work(k, done as f64, true);
                     self.m.series.at(now).wasted[k] += 1;
                 }
             } else if phase == Phase::Holding {

@@ -85,10 +85,9 @@ impl World<'_> {
             Fate::Cancelled => self.cancel_request(req),
             Fate::Done | Fate::Deny(_) if e.copy > 0 => {
                 let call = self.calls.get(id).expect("live call");
-                if call.owner == Owner::Client
-                    && let Some(it) = self.intents.get(call.intent).filter(|it| it.in_window)
-                {
-                    self.m.classes[it.client as usize].hedge_wins += 1;
+                if call.owner == Owner::Client {
+                    let tally = self.tally(call.intent);
+                    self.m.class(tally).hedge_wins += 1;
                 }
             }
             _ => {}

@@ -22,28 +22,24 @@ impl World<'_> {
         };
         let scope = hash_words(0, &[purpose::SCOPE, caller, req.operation as u64, key]);
         let it = self.intents.get(req.intent).expect("live intent");
-        let (in_window, owner) = (it.in_window, (it.client, it.seq));
+        let (tally, owner) = (it.tally, (it.client, it.seq));
         let lookup = ledger.lookup(now, scope, req.fingerprint, owner);
-        let count = |n: &mut u64| {
-            if in_window {
-                *n += 1;
-            }
-        };
+        let counts = self.m.counts(tally);
         match lookup {
             Lookup::Execute => {}
-            Lookup::Recover => count(&mut self.m.ledger_recoveries),
+            Lookup::Recover => counts.ledger_recoveries += 1,
             Lookup::Replay(answer) => {
-                count(&mut self.m.ledger_replays);
+                counts.ledger_replays += 1;
                 self.finish_request(id, answer);
                 return false;
             }
             Lookup::Reject => {
-                count(&mut self.m.ledger_rejects);
+                counts.ledger_rejects += 1;
                 self.finish_request(id, Outcome::Status(422));
                 return false;
             }
             Lookup::Conflict => {
-                count(&mut self.m.ledger_conflicts);
+                counts.ledger_conflicts += 1;
                 self.finish_request(id, Outcome::Status(409));
                 return false;
             }
@@ -88,13 +84,8 @@ impl World<'_> {
         let Some(ls) = self.services[svc].ledgers.get_mut(l) else { return };
         ls.ledger.complete(key, Outcome::Ok);
         for waiter in ls.waiters.remove(&key).unwrap_or_default() {
-            if self
-                .intents
-                .get(self.requests.get(waiter).expect("waiting request").intent)
-                .is_some_and(|it| it.in_window)
-            {
-                self.m.ledger_replays += 1;
-            }
+            let tally = self.tally(self.requests.get(waiter).expect("waiting request").intent);
+            self.m.counts(tally).ledger_replays += 1;
             self.finish_request(waiter, Outcome::Ok);
         }
     }

@@ -22,11 +22,11 @@ impl World<'_> {
             return;
         }
         self.m.reached(svc, now);
-        if let Some(it) = self.intents.get(intent).filter(|it| it.in_window) {
-            self.m.classes[it.client as usize].service_arrivals[svc] += 1;
-            if let Some(slot) = self.hosts[h].slot {
-                self.m.host_arrivals[slot as usize - self.s.services.len()] += 1;
-            }
+        let tally = self.tally(intent);
+        let counts = self.m.counts(tally);
+        counts.classes[tally.client()].service_arrivals[svc] += 1;
+        if let Some(slot) = self.hosts[h].slot {
+            counts.host_arrivals[slot as usize - self.s.services.len()] += 1;
         }
         let replica = self.hosts[h].replica;
         for (fi, f) in self.s.faults.iter().enumerate() {
@@ -72,9 +72,7 @@ impl World<'_> {
                 && self.hosts[h].queue.len() > memory.queued as usize
             {
                 // Out of memory: the host crashes as a `crash` fault makes it.
-                if self.m.in_window(now) {
-                    self.m.memory_crashes[svc] += 1;
-                }
+                self.m.counts_at(now).memory_crashes[svc] += 1;
                 self.crash_host(h, now.saturating_add(memory.restart_after));
             }
         }
@@ -179,20 +177,18 @@ impl World<'_> {
         req.done_at = NEVER;
         let (svc, demand, abandoned, intent) = (req.service as usize, req.demand, req.abandoned(), req.intent);
         let slot = self.hosts[req.host as usize].slot;
-        let in_window = match self.intents.get(intent).filter(|it| it.in_window) {
-            Some(it) => {
-                let class = &mut self.m.classes[it.client as usize];
-                class.work_ns += crate::engine::nanos_f64(demand);
-                if abandoned {
-                    class.wasted_ns += crate::engine::nanos_f64(demand);
-                }
-                true
+        let tally = self.tally(intent);
+        let work = crate::engine::nanos_f64(demand);
+        let class = self.m.class(tally);
+        class.work_ns += work;
+        if abandoned {
+            class.wasted_ns += work;
+        }
+        for k in std::iter::once(svc).chain(slot.map(|k| k as usize)) {
+            self.m.counts(tally).work(k, work, abandoned);
+            if abandoned {
+                self.m.series.at(now).wasted[k] += 1;
             }
-            None => false,
-        };
-        self.account_work(svc, demand, abandoned, in_window, now);
-        if let Some(k) = slot {
-            self.account_work(k as usize, demand, abandoned, in_window, now);
         }
         self.advance(id);
     }
@@ -210,20 +206,6 @@ impl World<'_> {
             self.release_placeholder(h, key);
         }
         self.fill_workers(h);
-    }
-
-    /// Work of `demand` finished at metrics slot `k` (a service or a host).
-    #[inline]
-    fn account_work(&mut self, k: usize, demand: Nanos, abandoned: bool, in_window: bool, now: Nanos) {
-        if in_window {
-            self.m.service_work_ns[k] += crate::engine::nanos_f64(demand);
-            if abandoned {
-                self.m.service_wasted_ns[k] += crate::engine::nanos_f64(demand);
-            }
-        }
-        if abandoned {
-            self.m.series.at(now).wasted[k] += 1;
-        }
     }
 
     /// Sends an answer back to the caller. An executed request's answer may

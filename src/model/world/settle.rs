@@ -17,6 +17,12 @@ pub(super) struct TracedAttempt {
 }
 
 impl World<'_> {
+    /// Where the counts of intent `id` go ([`Tally::NOWHERE`] once it is gone).
+    #[inline]
+    pub(super) fn tally(&self, id: Id) -> Tally {
+        self.intents.get(id).map_or(Tally::NOWHERE, |it| it.tally)
+    }
+
     /// A request leaves the system: its intent may now be settled.
     pub(super) fn leave(&mut self, id: Id) {
         let Some((active, host, intent)) = self.requests.remove_with(id, |r| (r.active, r.host, r.intent)) else {
@@ -85,21 +91,19 @@ impl World<'_> {
         it.done = true;
         it.ok = ok;
         let latency = now - it.arrived;
-        let (in_window, client, instance) = (it.in_window, it.client as usize, it.instance);
+        let (tally, client, instance) = (it.tally, it.client as usize, it.instance);
         if ok {
             self.m.series.record_success(now, latency, client);
         }
         let deadline = self.s.clients[client].policy.deadline;
-        if in_window && deadline != NEVER && latency > deadline {
-            self.m.classes[client].deadline_overruns += 1;
+        if deadline != NEVER && latency > deadline {
+            self.m.class(tally).deadline_overruns += 1;
             let it = self.intents.get(id).expect("live");
-            self.m.witness("deadline_overrun", (it.client, it.seq));
+            self.m.counts(tally).witness("deadline_overrun", (it.client, it.seq));
         }
-        if in_window {
-            self.m.classes[client].ended(now, latency, ok);
-            if !ok {
-                *self.m.failures.entry(failure).or_insert(0) += 1;
-            }
+        self.m.class(tally).ended(now, latency, ok);
+        if !ok {
+            *self.m.counts(tally).failures.entry(failure).or_insert(0) += 1;
         }
         self.try_settle(id);
         if matches!(self.s.clients[client].mode, crate::config::ClientMode::Closed { .. }) {
@@ -110,30 +114,28 @@ impl World<'_> {
 
     /// Counts an intent's side effects once all of its requests have left.
     pub(super) fn settle_effects(&mut self, it: &Intent) {
-        if !it.in_window {
-            return;
-        }
-        let class = &mut self.m.classes[it.client as usize];
+        let counts = self.m.counts(it.tally);
+        let class = &mut counts.classes[it.tally.client()];
         class.lost_effects += it.lost as u64;
         class.events_sent += it.events_sent as u64;
         let mut duplicated = false;
         let mut commits = 0u64;
         for (k, &n) in it.effects.iter().enumerate().take(self.s.effect_kinds.len()) {
-            self.m.effects[k] += n as u64;
+            counts.effects[k] += n as u64;
             commits += n as u64;
             if n > 1 {
                 duplicated = true;
-                self.m.effect_duplicates[k] += 1;
-                self.m.effect_extra[k] += n as u64 - 1;
+                counts.effect_duplicates[k] += 1;
+                counts.effect_extra[k] += n as u64 - 1;
             }
         }
-        let class = &mut self.m.classes[it.client as usize];
+        let class = &mut counts.classes[it.tally.client()];
         if !it.ok {
             class.orphan_commits += commits;
         }
         if duplicated {
             class.duplicates += 1;
-            self.m.witness("duplicate_intent", (it.client, it.seq));
+            counts.witness("duplicate_intent", (it.client, it.seq));
         }
     }
 }
