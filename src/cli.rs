@@ -1,6 +1,7 @@
 //! The command line: argument definitions, help text and the commands.
 
 pub mod audit;
+pub mod emulate;
 pub mod collapse_rate;
 pub mod export;
 pub mod frontier;
@@ -134,6 +135,13 @@ pub enum Command {
         after_help = "One JSON object on stdout (schema retrysim.vectors/1). The repository keeps the vectors of every preset under sdk/vectors/ (scripts/regenerate-vectors.sh).\n\nExamples:\n  retrysim vectors policies/grpc-default.toml > grpc-default.json\n  retrysim vectors policies/tuned-example.toml --cases 50"
     )]
     Vectors(vectors::VectorsArgs),
+    /// Run the experiment for real on 127.0.0.1 (HTTP servers, clients, retries through
+    /// retrysim-policy) and, with --compare, beside the simulation, metric by metric.
+    #[command(
+        display_order = 35,
+        after_help = "Writes summary.json (\"mode\": \"emulated\") and timeseries.csv, and with --compare compare.json; see docs/emulate.md.\n\nExamples:\n  retrysim emulate experiments/emulate-steady.toml --compare\n  retrysim emulate exp.toml --variant \"full jitter\" --replications 3 --time-scale 2"
+    )]
+    Emulate(emulate::EmulateArgs),
 }
 
 /// What the run command prints on stdout.
@@ -286,6 +294,7 @@ where
         Command::CollapseRate(args) => collapse_rate::run(&args),
         Command::ImportTraces(args) => traces::run(&args),
         Command::Vectors(args) => vectors::run(&args),
+        Command::Emulate(args) => emulate::run(&args),
     };
     match result {
         Ok(code) => Outcome { code, error: None },

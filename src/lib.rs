@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod charts;
 pub mod cli;
 pub mod config;
+pub mod emulate;
 pub mod engine;
 pub mod error;
 pub mod import;

@@ -12,7 +12,7 @@ pub mod trace;
 
 pub use latency::LatencyHistogram;
 pub use run::{ClientResult, DISTURBANCE_TO_END, MetricMap, NEVER_HEALTHY, RunCollector, RunResult};
-pub use tally::{Counters, Tally};
+pub use tally::{Counters, Settled, Tally};
 pub use timeseries::{BinRow, TimeSeries};
 pub use trace::{TraceDecision, TraceNote, TraceRecord};
 

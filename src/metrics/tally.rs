@@ -45,6 +45,21 @@ impl Tally {
     }
 }
 
+/// What an intent left behind, counted when it settles ([`Counters::settle`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Settled<'a> {
+    /// Commits per side-effect kind.
+    pub effects: &'a [u16],
+    /// Whether its client got `ok`.
+    pub ok: bool,
+    /// After-commit calls and relays that failed.
+    pub lost: u64,
+    /// Outbox events written.
+    pub events_sent: u64,
+    /// (client class, intent number), for a witness.
+    pub owner: (u32, u64),
+}
+
 /// The index of the counters the summary reads.
 pub(super) const INSIDE: usize = 1;
 
@@ -124,6 +139,33 @@ impl Counters {
     pub fn witness(&mut self, kind: &str, intent: (u32, u64)) {
         if !self.witnesses.contains_key(kind) {
             self.witnesses.insert(kind.to_string(), intent);
+        }
+    }
+
+    /// Counts an intent of class `client` once all of its requests have
+    /// left: its side effects, duplicates, orphans and lost effects.
+    pub fn settle(&mut self, client: usize, it: Settled) {
+        let class = &mut self.classes[client];
+        class.lost_effects += it.lost;
+        class.events_sent += it.events_sent;
+        let mut duplicated = false;
+        let mut commits = 0u64;
+        for (k, &n) in it.effects.iter().enumerate() {
+            self.effects[k] += n as u64;
+            commits += n as u64;
+            if n > 1 {
+                duplicated = true;
+                self.effect_duplicates[k] += 1;
+                self.effect_extra[k] += n as u64 - 1;
+            }
+        }
+        let class = &mut self.classes[client];
+        if !it.ok {
+            class.orphan_commits += commits;
+        }
+        if duplicated {
+            class.duplicates += 1;
+            self.witness("duplicate_intent", it.owner);
         }
     }
 

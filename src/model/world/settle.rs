@@ -114,28 +114,13 @@ impl World<'_> {
 
     /// Counts an intent's side effects once all of its requests have left.
     pub(super) fn settle_effects(&mut self, it: &Intent) {
-        let counts = self.m.counts(it.tally);
-        let class = &mut counts.classes[it.tally.client()];
-        class.lost_effects += it.lost as u64;
-        class.events_sent += it.events_sent as u64;
-        let mut duplicated = false;
-        let mut commits = 0u64;
-        for (k, &n) in it.effects.iter().enumerate().take(self.s.effect_kinds.len()) {
-            counts.effects[k] += n as u64;
-            commits += n as u64;
-            if n > 1 {
-                duplicated = true;
-                counts.effect_duplicates[k] += 1;
-                counts.effect_extra[k] += n as u64 - 1;
-            }
-        }
-        let class = &mut counts.classes[it.tally.client()];
-        if !it.ok {
-            class.orphan_commits += commits;
-        }
-        if duplicated {
-            class.duplicates += 1;
-            counts.witness("duplicate_intent", (it.client, it.seq));
-        }
+        let settled = crate::metrics::Settled {
+            effects: &it.effects[..self.s.effect_kinds.len()],
+            ok: it.ok,
+            lost: it.lost as u64,
+            events_sent: it.events_sent as u64,
+            owner: (it.client, it.seq),
+        };
+        self.m.counts(it.tally).settle(it.tally.client(), settled);
     }
 }

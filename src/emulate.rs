@@ -1,0 +1,109 @@
+//! `retrysim emulate`: an experiment run for real on 127.0.0.1 — one
+//! HTTP/1.1 server per service host with its workers, queue and overload
+//! answer, service times slept, downstream calls under their edge
+//! policies, the fault timeline, and clients whose intents run under their
+//! policy through `retrysim-policy`'s call machine over real connections.
+//!
+//! What it measures goes into the simulator's own counters
+//! ([`crate::metrics::RunCollector`]) under the same definitions, so a run
+//! ends in the same [`RunResult`] a simulated run does and every output of
+//! `run` (summary.json, the table, timeseries.csv) can be written from it.
+//!
+//! Time: everything inside runs in *model time*: `--time-scale F` makes
+//! every wait F times longer in real time and divides every measured real
+//! time by F, so rates are divided by F and the results read in the
+//! experiment's own units.
+
+pub mod calibrate;
+mod caller;
+mod clock;
+mod load;
+mod record;
+mod server;
+mod support;
+mod timer;
+
+pub mod compare;
+
+pub use support::unsupported;
+
+use crate::config::Scenario;
+use crate::metrics::RunResult;
+use clock::Clock;
+use record::Recorder;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How an emulation runs.
+#[derive(Debug, Clone, Copy)]
+pub struct EmulateOptions {
+    /// Real seconds per model second (`--time-scale`).
+    pub time_scale: f64,
+}
+
+impl Default for EmulateOptions {
+    fn default() -> Self {
+        EmulateOptions { time_scale: 1.0 }
+    }
+}
+
+/// One emulated run and how well its load generator kept to its schedule.
+#[derive(Debug, Clone)]
+pub struct Emulated {
+    pub result: RunResult,
+    /// The 99th percentile of how late the generator sent an intent after
+    /// its scheduled time (real seconds).
+    pub late_p99_s: f64,
+    /// Intents that arrived and requests served, for the progress line.
+    pub intents: u64,
+}
+
+/// The generator counts as overloaded when its p99 lateness exceeds this
+/// (real seconds): its results are marked, never silently compared.
+pub const LATE_LIMIT_S: f64 = 0.001;
+
+impl Emulated {
+    /// Whether the load generator fell behind its schedule.
+    pub fn generator_overloaded(&self) -> bool {
+        self.late_p99_s > LATE_LIMIT_S
+    }
+}
+
+/// Resolves when Ctrl-C or SIGTERM asks the run to stop.
+async fn interrupted() {
+    while !crate::interrupt::requested() {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Runs replication `replication` of `s` for real. The scenario must have
+/// passed [`unsupported`].
+pub fn emulate(s: &Scenario, replication: u32, options: EmulateOptions) -> anyhow::Result<Emulated> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let s = Arc::new(s.clone());
+    let out = runtime.block_on(async move {
+        let clock = Clock::start(options.time_scale);
+        let rec = Arc::new(Recorder::new(&s, clock));
+        let hosts = server::start_all(&s, &rec, replication).await?;
+        let world = Arc::new(caller::Net::new(s.clone(), rec.clone(), hosts.addrs.clone(), replication));
+        hosts.connect(world.clone());
+        let late = tokio::select! {
+            late = load::generate(world.clone()) => late,
+            _ = interrupted() => return Err(crate::interrupt::Interrupted.into()),
+        };
+        // Arrivals are over: wait for every intent to end, at most the drain limit.
+        let limit = clock.real(s.drain_limit.min(crate::engine::NEVER / 4));
+        tokio::select! {
+            _ = tokio::time::timeout(limit.max(Duration::from_millis(1)), rec.all_ended()) => {}
+            _ = interrupted() => return Err(crate::interrupt::Interrupted.into()),
+        }
+        let end = clock.now().max(s.duration);
+        hosts.stop();
+        let intents = rec.intents();
+        anyhow::Ok((rec.finish(&s, end), late, intents))
+    })?;
+    // Tasks still running (answers lost on purpose, abandoned work) end with the runtime.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    let (result, late, intents) = out;
+    Ok(Emulated { result, late_p99_s: late, intents })
+}

@@ -1,0 +1,295 @@
+//! Callers: one call on one edge run by `retrysim-policy`'s sans-IO call
+//! machine ([`retrysim_policy::Call`]) over real HTTP/1.1 connections.
+//! The machine decides (attempts, backoff, Retry-After, budgets, breakers,
+//! throttles, hedged copies, per-try timeouts, the deadline); this file
+//! only carries out what it says: send copy k with its timeout, wake at t,
+//! abandon copy k (closing its connection when it cancels), finish.
+//!
+//! An attempt opens its own connection (no pool), so a host that is down
+//! refuses it (a connect error) and a reset or a lost answer reaches only
+//! that attempt. The edge's one-way latency is slept before the request
+//! goes out and after the answer comes back.
+
+use super::record::Recorder;
+use super::server::Addrs;
+use crate::config::{Balancer, Caller, FaultKind, Scenario};
+use crate::engine::{KeyedRandom, Nanos};
+use crate::policy::{DenyReason, Outcome};
+use bytes::Bytes;
+use http_body_util::Empty;
+use hyper_util::rt::TokioIo;
+use retrysim_policy::{Call, CallAction, CallInput, Shared, SplitMix};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The headers an attempt carries (its trace context).
+pub const INTENT: &str = "x-retrysim-intent";
+pub const ATTEMPT: &str = "x-retrysim-attempt";
+pub const OPERATION: &str = "x-retrysim-operation";
+
+/// Random draws of the callers: the first word of every key.
+const LATENCY_OUT: u64 = 0xC1;
+const LATENCY_BACK: u64 = 0xC2;
+const FAULT: u64 = 0xC3;
+const PICK: u64 = 0xC4;
+const JITTER: u64 = 0xC5;
+
+/// Everything a caller needs: the scenario, where each host listens, the
+/// measurements, and the state its policies share.
+pub struct Net {
+    pub s: Arc<Scenario>,
+    pub rec: Arc<Recorder>,
+    addrs: Addrs,
+    pub rng: KeyedRandom,
+    /// Round-robin position per service.
+    turn: Vec<AtomicU64>,
+    /// Per client class, the state of each instance (one when the class
+    /// keeps no state per instance).
+    pub clients: Vec<Vec<Shared>>,
+    /// Per edge, the state a service's downstream calls on it share.
+    edges: Vec<Shared>,
+    calls: AtomicU64,
+}
+
+impl Net {
+    /// The network of `s` whose hosts listen at `addrs`.
+    pub fn new(s: Arc<Scenario>, rec: Arc<Recorder>, addrs: Addrs, replication: u32) -> Net {
+        let origin = rec.clock.origin();
+        let clients = s
+            .clients
+            .iter()
+            .map(|c| {
+                let n = c.stateful_instances().max(1);
+                (0..n).map(|_| Shared::with_origin(c.policy.clone(), origin)).collect()
+            })
+            .collect();
+        let edges = (0..s.edges.len()).map(|e| Shared::with_origin(s.edge_policy(e).clone(), origin)).collect();
+        Net {
+            rng: KeyedRandom::for_replication(s.seed, replication as u64),
+            turn: s.services.iter().map(|_| AtomicU64::new(0)).collect(),
+            clients,
+            edges,
+            addrs,
+            s,
+            rec,
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// A downstream call of intent `intent` on edge `edge` for operation
+    /// `operation`, under the edge's policy: its last outcome, `Ok` when it succeeded.
+    pub async fn downstream(self: &Arc<Self>, edge: usize, intent: u64, operation: usize) -> Outcome {
+        let shared = self.edges[edge].clone();
+        let (last, end) = self.call(edge, shared, intent, operation).await;
+        // An open breaker fails the call fast, as an overload answer.
+        if end.is_ok() { Outcome::Ok } else { last.unwrap_or(Outcome::Status(503)) }
+    }
+
+    /// One call on `edge` under `shared`'s policy: its last outcome (none
+    /// when nothing was sent) and how it ended.
+    pub async fn call(
+        self: &Arc<Self>,
+        edge: usize,
+        shared: Shared,
+        intent: u64,
+        operation: usize,
+    ) -> (Option<Outcome>, Result<(), DenyReason>) {
+        let clock = self.rec.clock;
+        let seed = self.rng.unit(&[JITTER, self.calls.fetch_add(1, Ordering::Relaxed)]).to_bits();
+        let idempotent = self.s.operations[operation].idempotent;
+        let hedged = shared.policy().hedging.is_some();
+        let mut call = Call::new(shared, SplitMix::new(seed)).operation(idempotent, false);
+        let (tx, mut rx) = mpsc::unbounded_channel::<(u32, Option<Answer>)>();
+        let mut copies: HashMap<u32, (tokio::task::JoinHandle<()>, u64)> = HashMap::new();
+        let mut timer: Option<std::time::Instant> = None;
+        let mut last = None;
+        let mut steps = call.handle(CallInput::Start, clock.virtual_now());
+        loop {
+            for step in steps.drain(..) {
+                match step {
+                    CallAction::Send { copy, timeout } => {
+                        let attempt = self.rec.attempt();
+                        self.count_attempt(edge, intent, hedged && copy > 0);
+                        let net = self.clone();
+                        let tx = tx.clone();
+                        let limit = timeout.map(|t| t.as_nanos() as Nanos);
+                        let task = tokio::spawn(async move {
+                            let rec = net.rec.clone();
+                            let go = net.attempt(edge, intent, attempt, operation);
+                            let answer = match limit {
+                                Some(limit) => tokio::select! {
+                                    a = go => Some(a),
+                                    _ = rec.sleep(limit) => None,
+                                },
+                                None => Some(go.await),
+                            };
+                            let _ = tx.send((copy, answer));
+                        });
+                        copies.insert(copy, (task, attempt));
+                    }
+                    CallAction::WakeAt(at) => timer = Some(clock.real_of_virtual(at).into_std()),
+                    CallAction::Abandon { copy, cancel } => {
+                        if let Some((task, attempt)) = copies.remove(&copy) {
+                            self.rec.abandon(attempt);
+                            if cancel {
+                                task.abort();
+                            }
+                        }
+                    }
+                    CallAction::Finish(end) => {
+                        // Copies still out are left to finish unheard.
+                        for (_, (_, attempt)) in copies.drain() {
+                            self.rec.abandon(attempt);
+                        }
+                        if let Err(reason) = end
+                            && reason != DenyReason::NotRetryable
+                        {
+                            let mut g = self.rec.lock();
+                            let tally = g.tally(intent);
+                            *g.m.counts(tally).denials.entry(reason).or_insert(0) += 1;
+                        }
+                        return (last, end);
+                    }
+                    _ => {}
+                }
+            }
+            let input = tokio::select! {
+                Some((copy, answer)) = rx.recv() => match answer {
+                    Some(a) => {
+                        copies.remove(&copy);
+                        last = Some(a.outcome);
+                        CallInput::Answer { copy, outcome: a.outcome, retry_after: a.retry_after }
+                    }
+                    None => {
+                        if let Some((_, attempt)) = copies.get(&copy) {
+                            self.rec.abandon(*attempt);
+                        }
+                        last = Some(Outcome::Timeout);
+                        CallInput::Timeout { copy }
+                    }
+                },
+                _ = self.rec.timer.sleep_until(timer.unwrap_or_else(std::time::Instant::now)), if timer.is_some() => {
+                    timer = None;
+                    CallInput::Timer
+                }
+            };
+            steps = call.handle(input, clock.virtual_now());
+        }
+    }
+
+    /// Counts an attempt sent on `edge` for intent `intent`.
+    fn count_attempt(&self, edge: usize, intent: u64, hedge: bool) {
+        let now = self.rec.clock.now();
+        let client_edge = matches!(self.s.edges[edge].caller, Caller::Client(_));
+        let mut g = self.rec.lock();
+        let tally = g.tally(intent);
+        g.m.counts(tally).edge_attempts[edge] += 1;
+        if hedge {
+            g.m.class(tally).hedges += 1;
+            g.m.series.at(now).hedges += 1;
+        }
+        if client_edge {
+            g.m.series.at(now).attempts += 1;
+        }
+    }
+
+    /// The host of service `svc` an attempt goes to.
+    fn pick(&self, svc: usize, attempt: u64) -> usize {
+        let n = self.addrs[svc].len();
+        if n == 1 {
+            return 0;
+        }
+        match self.s.services[svc].hosts.balancer {
+            Balancer::Random => (self.rng.unit(&[PICK, attempt]) * n as f64) as usize % n,
+            _ => (self.turn[svc].fetch_add(1, Ordering::Relaxed) % n as u64) as usize,
+        }
+    }
+
+    /// One attempt: out over the edge, the exchange, back over the edge.
+    async fn attempt(self: Arc<Self>, edge: usize, intent: u64, attempt: u64, operation: usize) -> Answer {
+        let clock = self.rec.clock;
+        let e = &self.s.edges[edge];
+        let svc = e.to;
+        let host = self.pick(svc, attempt);
+        let replica = host as u32;
+        let slot = (self.addrs[svc].len() > 1).then(|| self.host_slot(svc, host));
+        if let Some(k) = slot {
+            let mut g = self.rec.lock();
+            let tally = g.tally(intent);
+            g.m.counts(tally).host_sent[k] += 1;
+        }
+        let now = clock.now();
+        let mut out = e.latency.sample(&self.rng, &[LATENCY_OUT, attempt]);
+        for (fi, f) in self.s.faults.iter().enumerate() {
+            if let FaultKind::Latency { extra } = &f.kind
+                && f.hits(svc, replica, now)
+            {
+                out = out.saturating_add(extra.sample(&self.rng, &[FAULT, attempt, fi as u64]));
+            }
+        }
+        self.rec.sleep(out).await;
+        let answer = exchange(self.addrs[svc][host], intent, attempt, operation).await;
+        let back = e.latency.sample(&self.rng, &[LATENCY_BACK, attempt]);
+        self.rec.sleep(back).await;
+        if let Some(k) = slot
+            && answer.outcome == Outcome::Ok
+        {
+            let mut g = self.rec.lock();
+            let tally = g.tally(intent);
+            g.m.counts(tally).host_ok[k] += 1;
+        }
+        answer
+    }
+
+    /// The index among host slots of host `host` of service `svc`.
+    fn host_slot(&self, svc: usize, host: usize) -> usize {
+        self.addrs[..svc].iter().filter(|a| a.len() > 1).map(|a| a.len()).sum::<usize>() + host
+    }
+}
+
+/// An attempt's answer as its caller reads it.
+#[derive(Debug, Clone, Copy)]
+struct Answer {
+    outcome: Outcome,
+    retry_after: Option<Duration>,
+}
+
+/// The HTTP exchange of one attempt on a connection of its own.
+async fn exchange(addr: std::net::SocketAddr, intent: u64, attempt: u64, operation: usize) -> Answer {
+    let failed = |outcome| Answer { outcome, retry_after: None };
+    let Ok(stream) = tokio::net::TcpStream::connect(addr).await else {
+        return failed(Outcome::ConnectError);
+    };
+    let _ = stream.set_nodelay(true);
+    let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await else {
+        return failed(Outcome::ConnectError);
+    };
+    let conn = tokio::spawn(conn);
+    let req = hyper::Request::post("/")
+        .header(hyper::header::HOST, "retrysim")
+        .header(INTENT, intent.to_string())
+        .header(ATTEMPT, attempt.to_string())
+        .header(OPERATION, operation.to_string())
+        .body(Empty::<Bytes>::new())
+        .expect("valid request");
+    let answer = match sender.send_request(req).await {
+        Ok(res) => {
+            let status = res.status().as_u16();
+            let retry_after = res
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64);
+            let outcome = if status == 200 { Outcome::Ok } else { Outcome::Status(status) };
+            Answer { outcome, retry_after }
+        }
+        Err(_) => failed(Outcome::Reset),
+    };
+    conn.abort();
+    answer
+}

@@ -1,0 +1,226 @@
+//! What an emulated run measures, into the simulator's own counters: each
+//! intent's tally (its side of the measurement window), its attempts and
+//! end on the client side, and on the server side arrivals, queue and busy
+//! workers over time, work and wasted work, and commits.
+//!
+//! The registry of intents and attempts plays the part of trace context: a
+//! server learns an attempt's intent from its `x-retrysim-intent` header
+//! and, when its work ends, whether its caller had already stopped waiting
+//! (the work was wasted), as a tracing backend would tell afterwards.
+
+use super::clock::Clock;
+use crate::config::Scenario;
+use crate::config::validate::MAX_EFFECT_KINDS;
+use crate::engine::Nanos;
+use crate::metrics::{RunCollector, RunResult, Settled, Tally};
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// One intent as the run knows it.
+struct IntentRec {
+    tally: Tally,
+    client: u32,
+    seq: u64,
+    arrived: Nanos,
+    ended: bool,
+    ok: bool,
+    effects: [u16; MAX_EFFECT_KINDS],
+    lost: u64,
+}
+
+/// The counters and the registry, behind one lock.
+pub struct Inner {
+    pub m: RunCollector,
+    intents: HashMap<u64, IntentRec>,
+    /// Attempt id → whether its caller stopped waiting for it.
+    abandoned: HashMap<u64, bool>,
+    next_intent: u64,
+    next_attempt: u64,
+    open: u64,
+    kinds: usize,
+}
+
+/// The run's measurements.
+pub struct Recorder {
+    inner: Mutex<Inner>,
+    ended: tokio::sync::Notify,
+    pub clock: Clock,
+    /// Sleeps that end on time.
+    pub timer: super::timer::Timer,
+}
+
+impl Recorder {
+    /// Empty measurements for `s`.
+    pub fn new(s: &Scenario, clock: Clock) -> Recorder {
+        Recorder {
+            inner: Mutex::new(Inner {
+                m: RunCollector::new(s),
+                intents: HashMap::new(),
+                abandoned: HashMap::new(),
+                next_intent: 0,
+                next_attempt: 0,
+                open: 0,
+                kinds: s.effect_kinds.len(),
+            }),
+            ended: tokio::sync::Notify::new(),
+            clock,
+            timer: super::timer::Timer::start(),
+        }
+    }
+
+    /// The counters and the registry.
+    pub fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sleeps `n` model nanoseconds.
+    pub async fn sleep(&self, n: Nanos) {
+        self.timer.sleep(self.clock.real(n)).await;
+    }
+
+    /// Sleeps until model time `t`; returns how late it woke (real seconds).
+    pub async fn sleep_until(&self, t: Nanos) -> f64 {
+        let at = self.clock.real_at(t).into_std();
+        self.timer.sleep_until(at).await;
+        std::time::Instant::now().saturating_duration_since(at).as_secs_f64()
+    }
+
+    /// An intent of class `client` (its number `seq`) arrives now: its id
+    /// and when it arrived.
+    pub fn intent_arrives(&self, client: usize, seq: u64) -> (u64, Nanos) {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        let tally = g.m.tally(now, client as u32);
+        g.m.class(tally).intents += 1;
+        g.m.series.record_arrival(now, client);
+        let id = g.next_intent;
+        g.next_intent += 1;
+        g.open += 1;
+        let rec = IntentRec {
+            tally,
+            client: client as u32,
+            seq,
+            arrived: now,
+            ended: false,
+            ok: false,
+            effects: [0; MAX_EFFECT_KINDS],
+            lost: 0,
+        };
+        g.intents.insert(id, rec);
+        (id, now)
+    }
+
+    /// The intent has ended as its client sees it: `ok`, or failed with `failure`.
+    pub fn intent_ends(&self, id: u64, ok: bool, failure: String, deadline: Nanos) {
+        let now = self.clock.now();
+        let mut g = self.lock();
+        let Some(it) = g.intents.get_mut(&id) else { return };
+        it.ended = true;
+        it.ok = ok;
+        let (tally, arrived, owner) = (it.tally, it.arrived, (it.client, it.seq));
+        let latency = now.saturating_sub(arrived);
+        if ok {
+            g.m.series.record_success(now, latency, tally.client());
+        }
+        if deadline != crate::engine::NEVER && latency > deadline {
+            g.m.class(tally).deadline_overruns += 1;
+            g.m.counts(tally).witness("deadline_overrun", owner);
+        }
+        g.m.class(tally).ended(now, latency, ok);
+        if !ok {
+            *g.m.counts(tally).failures.entry(failure).or_insert(0) += 1;
+        }
+        g.open -= 1;
+        if g.open == 0 {
+            self.ended.notify_waiters();
+        }
+    }
+
+    /// Intents that arrived so far.
+    pub fn intents(&self) -> u64 {
+        self.lock().next_intent
+    }
+
+    /// Waits until every intent that arrived has ended.
+    pub async fn all_ended(&self) {
+        loop {
+            let wait = self.ended.notified();
+            if self.lock().open == 0 {
+                return;
+            }
+            wait.await;
+        }
+    }
+
+    /// A new attempt id.
+    pub fn attempt(&self) -> u64 {
+        let mut g = self.lock();
+        let id = g.next_attempt;
+        g.next_attempt += 1;
+        g.abandoned.insert(id, false);
+        id
+    }
+
+    /// Its caller stopped waiting for attempt `id`.
+    pub fn abandon(&self, id: u64) {
+        if let Some(a) = self.lock().abandoned.get_mut(&id) {
+            *a = true;
+        }
+    }
+
+    /// Ends the run at model time `end`: intents still open end as
+    /// unfinished, every intent's effects are counted, and the counters
+    /// become the run's result.
+    pub fn finish(&self, s: &Scenario, end: Nanos) -> RunResult {
+        let mut g = self.lock();
+        g.m.series.extend_to(end);
+        let open: Vec<u64> = g.intents.iter().filter(|(_, it)| !it.ended).map(|(&id, _)| id).collect();
+        drop(g);
+        for id in open {
+            self.intent_ends(id, false, "unfinished (drain limit)".into(), crate::engine::NEVER);
+        }
+        let mut g = self.lock();
+        let kinds = g.kinds;
+        let mut ids: Vec<u64> = g.intents.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let it = g.intents.remove(&id).expect("listed");
+            let settled = Settled {
+                effects: &it.effects[..kinds],
+                ok: it.ok,
+                lost: it.lost,
+                events_sent: 0,
+                owner: (it.client, it.seq),
+            };
+            g.m.counts(it.tally).settle(it.tally.client(), settled);
+        }
+        let m = std::mem::replace(&mut g.m, RunCollector::new(s));
+        m.finish(s, end, 0)
+    }
+}
+
+impl Inner {
+    /// Where intent `id`'s counts go ([`Tally::NOWHERE`] if unknown).
+    pub fn tally(&self, id: u64) -> Tally {
+        self.intents.get(&id).map_or(Tally::NOWHERE, |it| it.tally)
+    }
+
+    /// Whether the caller of attempt `id` stopped waiting for it.
+    pub fn abandoned(&self, id: u64) -> bool {
+        self.abandoned.get(&id).copied().unwrap_or(false)
+    }
+
+    /// Intent `id` committed a side effect of kind `kind`.
+    pub fn commit(&mut self, id: u64, kind: usize) {
+        if let Some(it) = self.intents.get_mut(&id) {
+            it.effects[kind] = it.effects[kind].saturating_add(1);
+        }
+    }
+
+    /// An after-commit call of intent `id` failed: its effect is lost.
+    pub fn lose(&mut self, id: u64) {
+        if let Some(it) = self.intents.get_mut(&id) {
+            it.lost += 1;
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! The service hosts: one HTTP/1.1 server per host on 127.0.0.1, each
+//! with its own workers and waiting room. A request takes a worker or
+//! waits (FIFO or LIFO) or, with the room full, gets the overload answer
+//! with its Retry-After; with a worker it sleeps its drawn service time
+//! (slept, not spun: the emulated capacity does not depend on the CPU),
+//! makes its downstream calls under their edge policies, commits, and
+//! answers — unless a fault loses or resets the answer.
+//!
+//! The work runs in a task of its own, so a caller that stops waiting
+//! does not stop it: abandoned work goes on and is wasted, as in the model.
+//! During an outage the host's listener is closed (connections are
+//! refused) and opened again on the same port when it ends.
+
+use super::caller::{self, Net};
+use super::record::Recorder;
+use crate::config::{Discipline, FaultKind, Scenario};
+use crate::engine::{KeyedRandom, Nanos};
+use crate::policy::Outcome;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Random draws of the servers: the first word of every key.
+const SERVICE: u64 = 0xE1;
+const FAULT: u64 = 0xE2;
+
+/// The running hosts.
+pub struct Hosts {
+    /// Per service, the address of each host.
+    pub addrs: Vec<Vec<SocketAddr>>,
+    tasks: Vec<JoinHandle<()>>,
+    /// The network the hosts' downstream calls go through, set once it exists.
+    net: Arc<OnceLock<Arc<Net>>>,
+}
+
+impl Hosts {
+    /// The network for downstream calls.
+    pub fn connect(&self, net: Arc<Net>) {
+        let _ = self.net.set(net);
+    }
+
+    /// Stops accepting; work in progress ends with the runtime.
+    pub fn stop(&self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// One host.
+struct Host {
+    svc: usize,
+    replica: u32,
+    /// Its own metrics slot when its service has replicas.
+    slot: Option<usize>,
+    door: Mutex<Door>,
+    s: Arc<Scenario>,
+    rec: Arc<Recorder>,
+    rng: KeyedRandom,
+    net: Arc<OnceLock<Arc<Net>>>,
+}
+
+/// Workers busy and the waiting room.
+struct Door {
+    busy: u32,
+    queue: VecDeque<Waiter>,
+    last_change: Nanos,
+}
+
+struct Waiter {
+    go: oneshot::Sender<bool>,
+    attempt: u64,
+}
+
+/// How the work of one request ends for the connection.
+enum Reply {
+    Answer(u16, Option<Nanos>),
+    /// No answer is ever sent (a lost answer); the caller times out.
+    Never,
+    /// The connection is closed without an answer (a reset, or work dropped expired).
+    Close,
+}
+
+/// Starts every host of `s`, each listening on a free port of 127.0.0.1.
+pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32) -> anyhow::Result<Hosts> {
+    let rng = KeyedRandom::for_replication(s.seed, replication as u64);
+    let net = Arc::new(OnceLock::new());
+    let mut addrs = Vec::new();
+    let mut tasks = Vec::new();
+    let mut next_slot = s.services.len();
+    for (svc, spec) in s.services.iter().enumerate() {
+        let mut mine = Vec::new();
+        for replica in 0..spec.hosts.replicas {
+            let slot = (spec.hosts.replicas > 1).then(|| {
+                next_slot += 1;
+                next_slot - 1
+            });
+            let host = Arc::new(Host {
+                svc,
+                replica,
+                slot,
+                door: Mutex::new(Door { busy: 0, queue: VecDeque::new(), last_change: 0 }),
+                s: s.clone(),
+                rec: rec.clone(),
+                rng,
+                net: net.clone(),
+            });
+            let listener = bind(None).await?;
+            mine.push(listener.local_addr()?);
+            tasks.push(tokio::spawn(accept(host.clone(), listener)));
+            for (fi, f) in s.faults.iter().enumerate() {
+                if matches!(f.kind, FaultKind::Brownout { .. }) && f.hits(svc, replica, f.start) {
+                    tasks.push(tokio::spawn(capacity_back(host.clone(), fi)));
+                }
+            }
+        }
+        addrs.push(mine);
+    }
+    Ok(Hosts { addrs, tasks, net })
+}
+
+/// A listener on 127.0.0.1 (`port` or a free one), reusable at once after close.
+async fn bind(addr: Option<SocketAddr>) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0))))?;
+    socket.listen(1024)
+}
+
+/// Accepts connections, and closes the listener while an outage of this host lasts.
+async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
+    let addr = listener.local_addr().expect("bound");
+    let clock = host.rec.clock;
+    loop {
+        let now = clock.now();
+        let down = host.s.faults.iter().find(|f| {
+            matches!(f.kind, FaultKind::Outage | FaultKind::HostDown) && f.hits(host.svc, host.replica, now)
+        });
+        if let Some(f) = down {
+            let end = f.end;
+            drop(listener);
+            tokio::time::sleep_until(clock.real_at(end)).await;
+            listener = match bind(Some(addr)).await {
+                Ok(l) => l,
+                Err(_) => return,
+            };
+            continue;
+        }
+        let next_down = host
+            .s
+            .faults
+            .iter()
+            .filter(|f| {
+                matches!(f.kind, FaultKind::Outage | FaultKind::HostDown)
+                    && f.start > now
+                    && f.host.is_none_or(|r| r == host.replica)
+                    && f.target == host.svc
+            })
+            .map(|f| f.start)
+            .min();
+        let wake = next_down.map(|t| clock.real_at(t));
+        tokio::select! {
+            conn = listener.accept() => {
+                let Ok((stream, _)) = conn else { continue };
+                let _ = stream.set_nodelay(true);
+                let h = host.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| handle(h.clone(), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+            _ = async { tokio::time::sleep_until(wake.expect("guarded")).await }, if wake.is_some() => {}
+        }
+    }
+}
+
+/// The connection's side of a request: the work runs in its own task.
+async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, std::io::Error> {
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let operation = header(caller::OPERATION).map(|o| o as usize).filter(|&o| o < host.s.operations.len());
+    let (Some(intent), Some(attempt), Some(operation)) = (header(caller::INTENT), header(caller::ATTEMPT), operation)
+    else {
+        return Ok(Response::builder().status(400).body(Full::new(Bytes::from_static(b"missing headers"))).expect("valid"));
+    };
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let reply = serve(&host, intent, attempt, operation).await;
+        let _ = tx.send(reply);
+    });
+    match rx.await {
+        Ok(Reply::Answer(status, retry_after)) => {
+            let mut b = Response::builder().status(status);
+            if let Some(ra) = retry_after {
+                b = b.header("retry-after", format!("{}", crate::engine::to_secs_f64(ra)));
+            }
+            Ok(b.body(Full::new(Bytes::new())).expect("valid"))
+        }
+        Ok(Reply::Never) => std::future::pending().await,
+        Ok(Reply::Close) | Err(_) => Err(std::io::Error::other("reset")),
+    }
+}
+
+/// A request at its host, from arrival to its answer.
+async fn serve(host: &Host, intent: u64, attempt: u64, operation: usize) -> Reply {
+    let (s, rec) = (&*host.s, &*host.rec);
+    let now = rec.clock.now();
+    {
+        let mut g = rec.lock();
+        g.m.reached(host.svc, now);
+        let tally = g.tally(intent);
+        let counts = g.m.counts(tally);
+        counts.classes[tally.client()].service_arrivals[host.svc] += 1;
+        if let Some(slot) = host.slot {
+            counts.host_arrivals[slot - s.services.len()] += 1;
+        }
+    }
+    for (fi, f) in s.faults.iter().enumerate() {
+        if let FaultKind::Error { status, probability, retry_after } = f.kind
+            && f.hits(host.svc, host.replica, now)
+            && host.rng.unit(&[FAULT, attempt, fi as u64]) < probability
+        {
+            return Reply::Answer(status, retry_after);
+        }
+    }
+    let spec = &s.services[host.svc];
+    match host.admit(attempt) {
+        Admitted::Now => {}
+        Admitted::Full => return Reply::Answer(spec.overload.status, spec.overload.retry_after),
+        Admitted::Wait(rx) => {
+            if rx.await != Ok(true) {
+                // Dropped expired: its caller is gone; nobody reads an answer.
+                return Reply::Close;
+            }
+        }
+    }
+    let outcome = host.work(intent, attempt, operation).await;
+    host.release();
+    match outcome {
+        Outcome::Ok => {}
+        Outcome::Status(code) => return Reply::Answer(code, None),
+        _ => return Reply::Answer(502, None),
+    }
+    let now = rec.clock.now();
+    for (fi, f) in s.faults.iter().enumerate() {
+        if !f.hits(host.svc, host.replica, now) {
+            continue;
+        }
+        match f.kind {
+            FaultKind::ResponseLoss { probability } if host.rng.unit(&[FAULT, attempt, fi as u64]) < probability => {
+                return Reply::Never;
+            }
+            FaultKind::Reset { probability } if host.rng.unit(&[FAULT, attempt, fi as u64]) < probability => {
+                return Reply::Close;
+            }
+            _ => {}
+        }
+    }
+    Reply::Answer(200, None)
+}
+
+/// Whether a request got a worker.
+enum Admitted {
+    Now,
+    /// The waiting room is full.
+    Full,
+    /// It waits: `true` when it gets a worker, `false` when dropped expired.
+    Wait(oneshot::Receiver<bool>),
+}
+
+impl Host {
+    /// Workers left now by the brownouts in force.
+    fn workers_now(&self, now: Nanos) -> u32 {
+        let workers = self.s.services[self.svc].workers;
+        let mut capacity = 1.0;
+        for f in &self.s.faults {
+            if let FaultKind::Brownout { capacity: c } = f.kind
+                && f.hits(self.svc, self.replica, now)
+            {
+                capacity *= c;
+            }
+        }
+        if capacity == 1.0 { workers } else { (workers as f64 * capacity) as u32 }
+    }
+
+    /// Accounts the queue and busy workers up to `now`.
+    fn touch(&self, door: &mut Door, now: Nanos) {
+        let (from, qlen, busy) = (door.last_change, door.queue.len(), door.busy);
+        door.last_change = now;
+        if from >= now || (qlen == 0 && busy == 0) {
+            return;
+        }
+        let mut g = self.rec.lock();
+        g.m.service_state(self.svc, from, now, qlen, busy);
+        if let Some(slot) = self.slot {
+            g.m.service_state(slot, from, now, qlen, busy);
+        }
+    }
+
+    fn door(&self) -> std::sync::MutexGuard<'_, Door> {
+        self.door.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A worker, a place in the waiting room, or the overload answer.
+    fn admit(&self, attempt: u64) -> Admitted {
+        let now = self.rec.clock.now();
+        let spec = &self.s.services[self.svc];
+        let mut door = self.door();
+        self.touch(&mut door, now);
+        if door.busy < self.workers_now(now) && door.queue.is_empty() {
+            door.busy += 1;
+            return Admitted::Now;
+        }
+        if spec.queue_limit.is_some_and(|l| door.queue.len() >= l as usize) {
+            return Admitted::Full;
+        }
+        let (go, rx) = oneshot::channel();
+        door.queue.push_back(Waiter { go, attempt });
+        Admitted::Wait(rx)
+    }
+
+    /// A worker is free: the next waiting requests get workers.
+    fn release(&self) {
+        let now = self.rec.clock.now();
+        let mut door = self.door();
+        self.touch(&mut door, now);
+        door.busy -= 1;
+        self.dispatch(&mut door, now);
+    }
+
+    /// Hands free workers to waiting requests in the queue's discipline;
+    /// with `drop_expired`, requests whose caller is gone leave unserved.
+    fn dispatch(&self, door: &mut Door, now: Nanos) {
+        let spec = &self.s.services[self.svc];
+        while door.busy < self.workers_now(now) {
+            let next = match spec.discipline {
+                Discipline::Lifo => door.queue.pop_back(),
+                _ => door.queue.pop_front(),
+            };
+            let Some(w) = next else { return };
+            if spec.drop_expired && self.rec.lock().abandoned(w.attempt) {
+                let _ = w.go.send(false);
+                continue;
+            }
+            if w.go.send(true).is_ok() {
+                door.busy += 1;
+            }
+        }
+    }
+
+    /// The request's own work, then its plan: calls before the commit, the
+    /// commit, calls after it. Returns the answer's outcome.
+    async fn work(&self, intent: u64, attempt: u64, operation: usize) -> Outcome {
+        let (s, rec) = (&*self.s, &*self.rec);
+        let spec = &s.services[self.svc];
+        let start = rec.clock.now();
+        let mut demand = spec.service_time.sample(&self.rng, &[SERVICE, attempt]);
+        if spec.per_inflight > 0 {
+            let others = self.door().busy.saturating_sub(1) as u64;
+            demand = demand.saturating_add(spec.per_inflight.saturating_mul(others));
+        }
+        let mut factor = 1.0;
+        for f in &s.faults {
+            if let FaultKind::Slowdown { factor: x } = f.kind
+                && f.hits(self.svc, self.replica, start)
+            {
+                factor *= x;
+            }
+        }
+        if factor != 1.0 {
+            demand = (demand as f64 * factor) as Nanos;
+        }
+        rec.sleep(demand).await;
+        let worked = rec.clock.now().saturating_sub(start);
+        {
+            let mut g = rec.lock();
+            let abandoned = g.abandoned(attempt);
+            let tally = g.tally(intent);
+            let work = crate::engine::nanos_f64(worked);
+            let class = g.m.class(tally);
+            class.work_ns += work;
+            if abandoned {
+                class.wasted_ns += work;
+            }
+            for k in std::iter::once(self.svc).chain(self.slot) {
+                g.m.counts(tally).work(k, work, abandoned);
+                if abandoned {
+                    g.m.series.at(start + worked).wasted[k] += 1;
+                }
+            }
+        }
+        let net = self.net.get().expect("connected before the first arrival").clone();
+        let calls = &spec.calls;
+        for call in calls.iter().filter(|c| c.when == crate::config::When::BeforeCommit) {
+            let op = call.operation.unwrap_or(operation);
+            let outcome = net.downstream(call.edge, intent, op).await;
+            if outcome != Outcome::Ok {
+                // No commit; the failure travels up as the model maps it.
+                return match outcome {
+                    Outcome::Timeout => Outcome::Status(504),
+                    Outcome::Status(503) | Outcome::Status(429) => Outcome::Status(503),
+                    _ => Outcome::Status(502),
+                };
+            }
+        }
+        if let Some(kind) = spec.commits
+            && !s.operations[operation].idempotent
+        {
+            rec.lock().commit(intent, kind);
+        }
+        for call in calls.iter().filter(|c| c.when == crate::config::When::AfterCommit) {
+            let op = call.operation.unwrap_or(operation);
+            if net.downstream(call.edge, intent, op).await != Outcome::Ok {
+                rec.lock().lose(intent);
+            }
+        }
+        Outcome::Ok
+    }
+}
+
+/// At the end of brownout `fault`, the workers it took are back: waiting
+/// requests get them.
+async fn capacity_back(host: Arc<Host>, fault: usize) {
+    let end = host.s.faults[fault].end;
+    if end == crate::engine::NEVER {
+        return;
+    }
+    host.rec.sleep_until(end).await;
+    let now = host.rec.clock.now();
+    let mut door = host.door();
+    host.touch(&mut door, now);
+    host.dispatch(&mut door, now);
+}
+
+/// The scenario's services as [`caller`] addresses them.
+pub type Addrs = Vec<Vec<SocketAddr>>;

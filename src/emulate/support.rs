@@ -1,0 +1,115 @@
+//! What the emulator runs for real, and what it refuses: every setting of
+//! the model it does not carry out is named, with why, rather than run
+//! with a silent difference.
+
+use crate::config::{Balancer, Discipline, FaultKind, Scenario, When};
+use crate::policy::Policy;
+
+/// The settings of `s` the emulator does not carry out, each as
+/// `"<field>: <why>"` naming the field as the file writes it; empty when
+/// it runs all of `s`.
+pub fn unsupported(s: &Scenario) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut no = |field: String, why: &str| out.push(format!("{field}: {why}"));
+    for c in &s.clients {
+        policy(&format!("clients.{}.policy", c.name), &c.policy, &mut no);
+    }
+    for sv in &s.services {
+        let at = |k: &str| format!("services.{}.{k}", sv.name);
+        if sv.ledger.is_some() {
+            no(at("ledger"), "the emulated servers keep no idempotency ledger yet");
+        }
+        if sv.rate_limit.is_some() {
+            no(at("rate_limit"), "the emulated servers have no rate limiter yet");
+        }
+        if matches!(sv.discipline, Discipline::Codel { .. }) {
+            no(at("discipline"), "the emulated queue serves fifo and lifo only");
+        }
+        if sv.occ_rows.is_some() {
+            no(at("occ_rows"), "the emulated servers have no optimistic concurrency");
+        }
+        if sv.memory.is_some() {
+            no(at("memory_limit"), "the emulated hosts do not crash on memory");
+        }
+        let h = &sv.hosts;
+        if h.concurrency_limit.is_some() {
+            no(at("concurrency_limit"), "the emulated hosts have no adaptive concurrency limit yet");
+        }
+        if h.outlier.is_some() {
+            no(at("outlier_detection"), "the emulated callers do not eject hosts");
+        }
+        if h.sheds() {
+            no(at("shed_above"), "the emulated hosts do not shed by priority");
+        }
+        if matches!(h.balancer, Balancer::LeastRequest | Balancer::PeakEwma) {
+            no(at("balancer"), "the emulated callers balance round_robin and random only");
+        }
+        if h.retry_other_host {
+            no(at("retry_other_host"), "the emulated callers do not avoid hosts already tried");
+        }
+        for (i, call) in sv.calls.iter().enumerate() {
+            let field = |k: &str| format!("services.{}.calls[{i}].{k}", sv.name);
+            if call.when == When::Outbox {
+                no(field("when"), "the emulated services have no outbox relay; before_commit and after_commit are run");
+            }
+            if call.cache.is_some() {
+                no(field("cache"), "the emulated services have no look-aside cache");
+            }
+            if call.propagate_deadline {
+                no(field("propagate_deadline"), "the emulated calls do not carry deadlines downstream yet");
+            }
+            policy(&field("policy"), &call.policy, &mut no);
+        }
+    }
+    for f in &s.faults {
+        let why = match f.kind {
+            FaultKind::Crash => Some("the emulated hosts do not crash and restart yet"),
+            FaultKind::Partition { .. } => Some("the emulated network has no partitions yet"),
+            FaultKind::CacheFlush => Some("the emulated services have no caches"),
+            _ => None,
+        };
+        if let Some(why) = why {
+            no(format!("faults.{}.kind = \"{}\"", f.name, f.kind.label()), why);
+        }
+    }
+    out
+}
+
+/// The policy settings the emulator does not carry out.
+fn policy(at: &str, p: &Policy, no: &mut impl FnMut(String, &str)) {
+    if p.cancel_on_timeout {
+        no(format!("{at}.cancel_on_timeout"), "the emulated servers do not stop work a caller cancels");
+    }
+    if p.hedging.as_ref().is_some_and(|h| h.cancel) {
+        no(format!("{at}.hedging.cancel"), "the emulated servers do not stop work a caller cancels");
+    }
+    if p.throttle.is_some() {
+        no(format!("{at}.throttle"), "the emulated callers do not count throttled attempts yet");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_start_runs_and_a_ledger_is_named() {
+        let exp = crate::config::load_experiment(std::path::Path::new("experiments/quickstart.toml"), &[])
+            .expect("the quick start loads");
+        for v in &exp.variants {
+            assert_eq!(unsupported(v), Vec::<String>::new(), "{}", v.variant);
+        }
+        let mut s = exp.variants[0].clone();
+        s.services[0].ledger = Some(crate::config::LedgerSpec {
+            durable: true,
+            ttl: 1,
+            wait: false,
+            lease: 1,
+            atomic: true,
+            record_delay: 0,
+        });
+        let named = unsupported(&s);
+        assert_eq!(named.len(), 1);
+        assert!(named[0].starts_with(&format!("services.{}.ledger: ", s.services[0].name)), "{named:?}");
+    }
+}
