@@ -29,6 +29,18 @@ use tokio::sync::mpsc;
 pub const INTENT: &str = "x-retrysim-intent";
 pub const ATTEMPT: &str = "x-retrysim-attempt";
 pub const OPERATION: &str = "x-retrysim-operation";
+pub const EDGE: &str = "x-retrysim-edge";
+pub const KEY: &str = "idempotency-key";
+pub const FINGERPRINT: &str = "x-retrysim-fingerprint";
+
+/// What an attempt says about its body: its idempotency key, if it sends
+/// one, and a fingerprint of the body (a ledger rejects a key reused with
+/// another body).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Body {
+    pub key: Option<u64>,
+    pub fingerprint: u64,
+}
 
 /// Random draws of the callers: the first word of every key.
 const LATENCY_OUT: u64 = 0xC1;
@@ -81,9 +93,9 @@ impl Net {
 
     /// A downstream call of intent `intent` on edge `edge` for operation
     /// `operation`, under the edge's policy: its last outcome, `Ok` when it succeeded.
-    pub async fn downstream(self: &Arc<Self>, edge: usize, intent: u64, operation: usize) -> Outcome {
+    pub async fn downstream(self: &Arc<Self>, edge: usize, intent: u64, operation: usize, body: Body) -> Outcome {
         let shared = self.edges[edge].clone();
-        let (last, end) = self.call(edge, shared, intent, operation).await;
+        let (last, end) = self.call(edge, shared, intent, operation, body).await;
         // An open breaker fails the call fast, as an overload answer.
         if end.is_ok() { Outcome::Ok } else { last.unwrap_or(Outcome::Status(503)) }
     }
@@ -96,12 +108,13 @@ impl Net {
         shared: Shared,
         intent: u64,
         operation: usize,
+        body: Body,
     ) -> (Option<Outcome>, Result<(), DenyReason>) {
         let clock = self.rec.clock;
         let seed = self.rng.unit(&[JITTER, self.calls.fetch_add(1, Ordering::Relaxed)]).to_bits();
         let idempotent = self.s.operations[operation].idempotent;
         let hedged = shared.policy().hedging.is_some();
-        let mut call = Call::new(shared, SplitMix::new(seed)).operation(idempotent, false);
+        let mut call = Call::new(shared, SplitMix::new(seed)).operation(idempotent, body.key.is_some());
         let (tx, mut rx) = mpsc::unbounded_channel::<(u32, Option<Answer>)>();
         let mut copies: HashMap<u32, (tokio::task::JoinHandle<()>, u64)> = HashMap::new();
         let mut timer: Option<std::time::Instant> = None;
@@ -118,7 +131,7 @@ impl Net {
                         let limit = timeout.map(|t| t.as_nanos() as Nanos);
                         let task = tokio::spawn(async move {
                             let rec = net.rec.clone();
-                            let go = net.attempt(edge, intent, attempt, operation);
+                            let go = net.attempt(edge, intent, attempt, operation, body);
                             let answer = match limit {
                                 Some(limit) => tokio::select! {
                                     a = go => Some(a),
@@ -209,7 +222,7 @@ impl Net {
     }
 
     /// One attempt: out over the edge, the exchange, back over the edge.
-    async fn attempt(self: Arc<Self>, edge: usize, intent: u64, attempt: u64, operation: usize) -> Answer {
+    async fn attempt(self: Arc<Self>, edge: usize, intent: u64, attempt: u64, operation: usize, body: Body) -> Answer {
         let clock = self.rec.clock;
         let e = &self.s.edges[edge];
         let svc = e.to;
@@ -231,7 +244,8 @@ impl Net {
             }
         }
         self.rec.sleep(out).await;
-        let answer = exchange(self.addrs[svc][host], intent, attempt, operation).await;
+        let ids = Ids { intent, attempt, operation, edge };
+        let answer = exchange(self.addrs[svc][host], ids, body).await;
         let back = e.latency.sample(&self.rng, &[LATENCY_BACK, attempt]);
         self.rec.sleep(back).await;
         if let Some(k) = slot
@@ -257,8 +271,17 @@ struct Answer {
     retry_after: Option<Duration>,
 }
 
+/// Who an attempt is: its intent, its own id, its operation and its edge.
+#[derive(Debug, Clone, Copy)]
+struct Ids {
+    intent: u64,
+    attempt: u64,
+    operation: usize,
+    edge: usize,
+}
+
 /// The HTTP exchange of one attempt on a connection of its own.
-async fn exchange(addr: std::net::SocketAddr, intent: u64, attempt: u64, operation: usize) -> Answer {
+async fn exchange(addr: std::net::SocketAddr, ids: Ids, body: Body) -> Answer {
     let failed = |outcome| Answer { outcome, retry_after: None };
     let Ok(stream) = tokio::net::TcpStream::connect(addr).await else {
         return failed(Outcome::ConnectError);
@@ -268,13 +291,17 @@ async fn exchange(addr: std::net::SocketAddr, intent: u64, attempt: u64, operati
         return failed(Outcome::ConnectError);
     };
     let conn = tokio::spawn(conn);
-    let req = hyper::Request::post("/")
+    let mut req = hyper::Request::post("/")
         .header(hyper::header::HOST, "retrysim")
-        .header(INTENT, intent.to_string())
-        .header(ATTEMPT, attempt.to_string())
-        .header(OPERATION, operation.to_string())
-        .body(Empty::<Bytes>::new())
-        .expect("valid request");
+        .header(INTENT, ids.intent.to_string())
+        .header(ATTEMPT, ids.attempt.to_string())
+        .header(OPERATION, ids.operation.to_string())
+        .header(EDGE, ids.edge.to_string())
+        .header(FINGERPRINT, body.fingerprint.to_string());
+    if let Some(key) = body.key {
+        req = req.header(KEY, key.to_string());
+    }
+    let req = req.body(Empty::<Bytes>::new()).expect("valid request");
     let answer = match sender.send_request(req).await {
         Ok(res) => {
             let status = res.status().as_u16();

@@ -4,7 +4,8 @@
 //! The generator records how late it sent each intent after its scheduled
 //! time: a late generator offers less load than the experiment says.
 
-use super::caller::Net;
+use super::caller::{Body, Net};
+use crate::engine::random::hash_words;
 use crate::config::ClientMode;
 use crate::engine::{Nanos, from_secs_f64};
 use crate::policy::DenyReason;
@@ -15,6 +16,9 @@ use tokio::task::JoinSet;
 const ARRIVAL: u64 = 0xA1;
 const INSTANCE: u64 = 0xA2;
 const THINK: u64 = 0xA3;
+const KEY: u64 = 0xA4;
+const BODY: u64 = 0xA5;
+const REUSE: u64 = 0xA6;
 
 /// Runs every client class until the end of the arrivals; returns the
 /// 99th percentile of the generator's lateness (real seconds).
@@ -130,7 +134,13 @@ async fn intent(net: Arc<Net>, c: usize, instance: usize, seq: u64) {
     let spec = &net.s.clients[c];
     let (id, _) = net.rec.intent_arrives(c, seq);
     let shared = net.clients[c][instance].clone();
-    let (last, end) = net.call(spec.edge, shared, id, spec.operation).await;
+    // A client that reuses keys (a bug) sends an earlier intent's key with its own body.
+    let reuse = spec.key_reuse_rate > 0.0 && seq > 0 && net.rng.unit(&[REUSE, c as u64, seq]) < spec.key_reuse_rate;
+    let body = Body {
+        key: spec.idempotency_key.then(|| hash_words(0, &[KEY, c as u64, if reuse { seq - 1 } else { seq }])),
+        fingerprint: hash_words(0, &[BODY, c as u64, seq]),
+    };
+    let (last, end) = net.call(spec.edge, shared, id, spec.operation, body).await;
     let failure = match (end, last) {
         (Ok(()), _) => String::new(),
         // An open breaker failed the intent fast, without sending anything.

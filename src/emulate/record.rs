@@ -205,6 +205,11 @@ impl Inner {
         self.intents.get(&id).map_or(Tally::NOWHERE, |it| it.tally)
     }
 
+    /// Intent `id` as (client class, number), for a ledger record's owner.
+    pub fn owner(&self, id: u64) -> (u32, u64) {
+        self.intents.get(&id).map_or((0, 0), |it| (it.client, it.seq))
+    }
+
     /// Whether the caller of attempt `id` stopped waiting for it.
     pub fn abandoned(&self, id: u64) -> bool {
         self.abandoned.get(&id).copied().unwrap_or(false)

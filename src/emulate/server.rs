@@ -11,7 +11,10 @@
 //! During an outage the host's listener is closed (connections are
 //! refused) and opened again on the same port when it ends.
 
-use super::caller::{self, Net};
+use super::caller::{self, Body, Net};
+use crate::config::{Caller, KeyMode};
+use crate::engine::random::hash_words;
+use crate::model::ledger::{Ledger, Lookup};
 use super::record::Recorder;
 use crate::config::{Discipline, FaultKind, Scenario};
 use crate::engine::{KeyedRandom, Nanos};
@@ -30,6 +33,8 @@ use tokio::task::JoinHandle;
 /// Random draws of the servers: the first word of every key.
 const SERVICE: u64 = 0xE1;
 const FAULT: u64 = 0xE2;
+const SCOPE: u64 = 0xE3;
+const KEY: u64 = 0xE4;
 
 /// The running hosts.
 pub struct Hosts {
@@ -65,6 +70,19 @@ struct Host {
     rec: Arc<Recorder>,
     rng: KeyedRandom,
     net: Arc<OnceLock<Arc<Net>>>,
+    /// Its idempotency ledger: the service's (durable, shared by its
+    /// hosts) or its own (memory).
+    ledger: Option<Arc<Mutex<Ledger>>>,
+}
+
+/// What an attempt says about itself (its headers).
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    intent: u64,
+    attempt: u64,
+    operation: usize,
+    edge: usize,
+    body: Body,
 }
 
 /// Workers busy and the waiting room.
@@ -97,7 +115,9 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
     let mut next_slot = s.services.len();
     for (svc, spec) in s.services.iter().enumerate() {
         let mut mine = Vec::new();
+        let durable = spec.ledger.filter(|l| l.durable).map(|l| Arc::new(Mutex::new(Ledger::new(l))));
         for replica in 0..spec.hosts.replicas {
+            let ledger = durable.clone().or_else(|| spec.ledger.map(|l| Arc::new(Mutex::new(Ledger::new(l)))));
             let slot = (spec.hosts.replicas > 1).then(|| {
                 next_slot += 1;
                 next_slot - 1
@@ -111,6 +131,7 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
                 rec: rec.clone(),
                 rng,
                 net: net.clone(),
+                ledger,
             });
             let listener = bind(None).await?;
             mine.push(listener.local_addr()?);
@@ -187,13 +208,17 @@ async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
 async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, std::io::Error> {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let operation = header(caller::OPERATION).map(|o| o as usize).filter(|&o| o < host.s.operations.len());
-    let (Some(intent), Some(attempt), Some(operation)) = (header(caller::INTENT), header(caller::ATTEMPT), operation)
+    let edge = header(caller::EDGE).map(|e| e as usize).filter(|&e| e < host.s.edges.len());
+    let (Some(intent), Some(attempt), Some(operation), Some(edge), Some(fingerprint)) =
+        (header(caller::INTENT), header(caller::ATTEMPT), operation, edge, header(caller::FINGERPRINT))
     else {
         return Ok(Response::builder().status(400).body(Full::new(Bytes::from_static(b"missing headers"))).expect("valid"));
     };
+    let body = Body { key: header(caller::KEY), fingerprint };
+    let arrival = Arrival { intent, attempt, operation, edge, body };
     let (tx, rx) = oneshot::channel();
     tokio::spawn(async move {
-        let reply = serve(&host, intent, attempt, operation).await;
+        let reply = serve(&host, arrival).await;
         let _ = tx.send(reply);
     });
     match rx.await {
@@ -210,7 +235,8 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
 }
 
 /// A request at its host, from arrival to its answer.
-async fn serve(host: &Host, intent: u64, attempt: u64, operation: usize) -> Reply {
+async fn serve(host: &Host, a: Arrival) -> Reply {
+    let (intent, attempt) = (a.intent, a.attempt);
     let (s, rec) = (&*host.s, &*host.rec);
     let now = rec.clock.now();
     {
@@ -242,7 +268,14 @@ async fn serve(host: &Host, intent: u64, attempt: u64, operation: usize) -> Repl
             }
         }
     }
-    let outcome = host.work(intent, attempt, operation).await;
+    let scope = match host.consult(&a) {
+        Consulted::Execute(scope) => scope,
+        Consulted::Answer(code) => {
+            host.release();
+            return Reply::Answer(code, None);
+        }
+    };
+    let outcome = host.work(&a, scope).await;
     host.release();
     match outcome {
         Outcome::Ok => {}
@@ -265,6 +298,14 @@ async fn serve(host: &Host, intent: u64, attempt: u64, operation: usize) -> Repl
         }
     }
     Reply::Answer(200, None)
+}
+
+/// What the ledger says of a request.
+enum Consulted {
+    /// Do the work (holding this record, if any).
+    Execute(Option<u64>),
+    /// Answer this status at once.
+    Answer(u16),
 }
 
 /// Whether a request got a worker.
@@ -356,9 +397,87 @@ impl Host {
         }
     }
 
+    /// With a worker: the ledger, when the service has one and the request
+    /// a key. A record's answer is replayed; a key reused with another body
+    /// gets 422; a duplicate of a request in progress 409.
+    fn consult(&self, a: &Arrival) -> Consulted {
+        let (Some(ledger), Some(key)) = (&self.ledger, a.body.key) else {
+            return Consulted::Execute(None);
+        };
+        let caller = match self.s.edges[a.edge].caller {
+            Caller::Client(c) => c as u64,
+            Caller::Service { service, .. } => (1 << 32) | service as u64,
+        };
+        let scope = hash_words(0, &[SCOPE, caller, a.operation as u64, key]);
+        let now = self.rec.clock.now();
+        let owner = self.rec.lock().owner(a.intent);
+        let lookup = ledger.lock().unwrap_or_else(|e| e.into_inner()).lookup(now, scope, a.body.fingerprint, owner);
+        let mut g = self.rec.lock();
+        let tally = g.tally(a.intent);
+        let counts = g.m.counts(tally);
+        match lookup {
+            Lookup::Execute => Consulted::Execute(Some(scope)),
+            Lookup::Recover => {
+                counts.ledger_recoveries += 1;
+                Consulted::Execute(Some(scope))
+            }
+            Lookup::Replay(answer) => {
+                counts.ledger_replays += 1;
+                Consulted::Answer(match answer {
+                    Outcome::Status(code) => code,
+                    _ => 200,
+                })
+            }
+            Lookup::Reject => {
+                counts.ledger_rejects += 1;
+                Consulted::Answer(422)
+            }
+            // A duplicate that would wait for its original is refused by
+            // `unsupported`; as a 409 it is a conflict all the same.
+            Lookup::Conflict | Lookup::Wait => {
+                counts.ledger_conflicts += 1;
+                Consulted::Answer(409)
+            }
+        }
+    }
+
+    /// The business write of the request holding ledger record `scope`
+    /// happened: the record completes now (atomic) or `record_delay` later.
+    fn record(&self, scope: u64) {
+        let Some(ledger) = self.ledger.clone() else { return };
+        let spec = *ledger.lock().unwrap_or_else(|e| e.into_inner()).spec();
+        if spec.atomic {
+            ledger.lock().unwrap_or_else(|e| e.into_inner()).complete(scope, Outcome::Ok);
+            return;
+        }
+        let rec = self.rec.clone();
+        tokio::spawn(async move {
+            rec.sleep(spec.record_delay).await;
+            ledger.lock().unwrap_or_else(|e| e.into_inner()).complete(scope, Outcome::Ok);
+        });
+    }
+
+    /// The request holding record `scope` ends without its business write:
+    /// the placeholder goes.
+    fn forget(&self, scope: Option<u64>) {
+        if let (Some(ledger), Some(scope)) = (&self.ledger, scope) {
+            ledger.lock().unwrap_or_else(|e| e.into_inner()).abandon(scope);
+        }
+    }
+
+    /// The idempotency key a downstream call sends.
+    fn downstream_key(&self, mode: KeyMode, a: &Arrival, edge: usize) -> Option<u64> {
+        match mode {
+            KeyMode::Forward => a.body.key,
+            KeyMode::Derive => Some(hash_words(a.intent, &[KEY, edge as u64])),
+            KeyMode::None => None,
+        }
+    }
+
     /// The request's own work, then its plan: calls before the commit, the
     /// commit, calls after it. Returns the answer's outcome.
-    async fn work(&self, intent: u64, attempt: u64, operation: usize) -> Outcome {
+    async fn work(&self, a: &Arrival, scope: Option<u64>) -> Outcome {
+        let (intent, attempt, operation) = (a.intent, a.attempt, a.operation);
         let (s, rec) = (&*self.s, &*self.rec);
         let spec = &s.services[self.svc];
         let start = rec.clock.now();
@@ -399,10 +518,15 @@ impl Host {
         }
         let net = self.net.get().expect("connected before the first arrival").clone();
         let calls = &spec.calls;
+        let body = |call: &crate::config::CallSpec| Body {
+            key: self.downstream_key(call.key, a, call.edge),
+            fingerprint: hash_words(a.body.fingerprint, &[call.edge as u64]),
+        };
         for call in calls.iter().filter(|c| c.when == crate::config::When::BeforeCommit) {
             let op = call.operation.unwrap_or(operation);
-            let outcome = net.downstream(call.edge, intent, op).await;
+            let outcome = net.downstream(call.edge, intent, op, body(call)).await;
             if outcome != Outcome::Ok {
+                self.forget(scope);
                 // No commit; the failure travels up as the model maps it.
                 return match outcome {
                     Outcome::Timeout => Outcome::Status(504),
@@ -416,9 +540,12 @@ impl Host {
         {
             rec.lock().commit(intent, kind);
         }
+        if let Some(scope) = scope {
+            self.record(scope);
+        }
         for call in calls.iter().filter(|c| c.when == crate::config::When::AfterCommit) {
             let op = call.operation.unwrap_or(operation);
-            if net.downstream(call.edge, intent, op).await != Outcome::Ok {
+            if net.downstream(call.edge, intent, op, body(call)).await != Outcome::Ok {
                 rec.lock().lose(intent);
             }
         }

@@ -16,8 +16,8 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
     }
     for sv in &s.services {
         let at = |k: &str| format!("services.{}.{k}", sv.name);
-        if sv.ledger.is_some() {
-            no(at("ledger"), "the emulated servers keep no idempotency ledger yet");
+        if sv.ledger.is_some_and(|l| l.wait) {
+            no(at("idempotency.in_progress"), "the emulated ledger answers a duplicate in progress 409; it does not hold it until the original ends");
         }
         if sv.rate_limit.is_some() {
             no(at("rate_limit"), "the emulated servers have no rate limiter yet");
@@ -93,7 +93,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_quick_start_runs_and_a_ledger_is_named() {
+    fn the_quick_start_runs_and_a_waiting_ledger_is_named() {
         let exp = crate::config::load_experiment(std::path::Path::new("experiments/quickstart.toml"), &[])
             .expect("the quick start loads");
         for v in &exp.variants {
@@ -103,13 +103,14 @@ mod tests {
         s.services[0].ledger = Some(crate::config::LedgerSpec {
             durable: true,
             ttl: 1,
-            wait: false,
+            wait: true,
             lease: 1,
             atomic: true,
             record_delay: 0,
         });
         let named = unsupported(&s);
         assert_eq!(named.len(), 1);
-        assert!(named[0].starts_with(&format!("services.{}.ledger: ", s.services[0].name)), "{named:?}");
+        let field = format!("services.{}.idempotency.in_progress: ", s.services[0].name);
+        assert!(named[0].starts_with(&field), "{named:?}");
     }
 }

@@ -1,0 +1,99 @@
+//! The model beside the real thing: each validation scenario of
+//! experiments/emulate/ is run for real by `retrysim emulate --compare`
+//! (HTTP/1.1 servers and clients on 127.0.0.1, retries through
+//! retrysim-policy) and simulated, and its headline metrics must agree
+//! (docs/emulate.md says how a verdict is reached).
+//!
+//! The runs are real time: each scenario takes up to about a minute and a
+//! half of wall time, and they run one at a time so that none slows
+//! another's timers.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// One emulation at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Emulates `experiment` with `--compare` and returns compare.json.
+fn compare(experiment: &str, extra: &[&str]) -> Value {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().expect("temporary directory");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(experiment);
+    let run = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .arg("emulate")
+        .arg(&path)
+        .args(["--compare", "-q", "--out"])
+        .arg(out.path())
+        .args(extra)
+        .output()
+        .expect("retrysim runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{experiment}: {}\n{stdout}", String::from_utf8_lossy(&run.stderr));
+    let text = std::fs::read_to_string(out.path().join("compare.json")).expect("compare.json written");
+    let doc: Value = serde_json::from_str(&text).expect("compare.json is JSON");
+    assert_eq!(doc["schema"], "retrysim.emulate_compare/1");
+    assert_eq!(doc["generator"]["overloaded"], false, "{experiment}: the load generator fell behind:\n{stdout}");
+    let summary = std::fs::read_to_string(out.path().join("summary.json")).expect("summary.json written");
+    let summary: Value = serde_json::from_str(&summary).expect("summary.json is JSON");
+    assert_eq!(summary["mode"], "emulated");
+    doc
+}
+
+/// The comparison of `metric` in variant `variant`.
+fn metric<'a>(doc: &'a Value, variant: &str, metric: &str) -> &'a Value {
+    let v = doc["variants"].as_array().expect("variants").iter().find(|v| v["name"] == variant);
+    &v.unwrap_or_else(|| panic!("no variant {variant}"))["metrics"][metric]
+}
+
+fn agrees(doc: &Value, variant: &str, names: &[&str]) {
+    for name in names {
+        let m = metric(doc, variant, name);
+        assert_eq!(m["verdict"], "agree", "{variant}: {name}: {m}");
+    }
+}
+
+fn mean(side: &Value) -> f64 {
+    side["mean"].as_f64().expect("a value")
+}
+
+#[test]
+fn steady_state_success_attempts_and_latency_agree() {
+    let doc = compare("experiments/emulate/steady.toml", &[]);
+    agrees(&doc, "Emulation: steady state", &["success_rate", "attempts_per_intent", "latency_p50_s", "latency_p99_s"]);
+}
+
+#[test]
+fn three_layers_of_three_attempts_make_27_bottom_calls_in_both() {
+    let doc = compare("experiments/emulate/layered.toml", &[]);
+    let v = "Emulation: layered amplification";
+    agrees(&doc, v, &["success_rate", "attempts_per_intent", "amplification"]);
+    let amp = metric(&doc, v, "amplification");
+    assert_eq!(mean(&amp["simulated"]), 27.0, "{amp}");
+    assert_eq!(mean(&amp["emulated"]), 27.0, "{amp}");
+}
+
+#[test]
+fn immediate_retries_stay_collapsed_and_a_shared_budget_recovers_in_both() {
+    let doc = compare("experiments/emulate/metastable.toml", &["--replications", "2"]);
+    let stuck = metric(&doc, "immediate retries", "recovered_fraction");
+    assert_eq!(mean(&stuck["simulated"]), 0.0, "{stuck}");
+    assert_eq!(mean(&stuck["emulated"]), 0.0, "{stuck}");
+    let back = metric(&doc, "shared retry budget", "recovered_fraction");
+    assert_eq!(mean(&back["simulated"]), 1.0, "{back}");
+    assert_eq!(mean(&back["emulated"]), 1.0, "{back}");
+    agrees(&doc, "shared retry budget", &["recovery_time_s", "attempts_per_intent"]);
+    agrees(&doc, "immediate retries", &["attempts_per_intent"]);
+}
+
+#[test]
+fn lost_answers_duplicate_posts_without_a_ledger_and_never_with_a_durable_one() {
+    let doc = compare("experiments/emulate/lost-answers.toml", &[]);
+    agrees(&doc, "no ledger", &["duplicate_intents", "success_rate", "attempts_per_intent"]);
+    let none = metric(&doc, "no ledger", "duplicate_intents");
+    assert!(mean(&none["emulated"]) > 20.0, "lost answers retried write second orders: {none}");
+    let ledger = metric(&doc, "key + durable atomic ledger", "duplicate_intents");
+    assert_eq!(mean(&ledger["simulated"]), 0.0, "{ledger}");
+    assert_eq!(mean(&ledger["emulated"]), 0.0, "{ledger}");
+}
