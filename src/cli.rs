@@ -1,8 +1,8 @@
 //! The command line: argument definitions, help text and the commands.
 
 pub mod audit;
-pub mod emulate;
 pub mod collapse_rate;
+pub mod emulate;
 pub mod export;
 pub mod frontier;
 pub mod import;

@@ -67,7 +67,9 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
         exp.variants.retain(|v| args.variants.contains(&v.variant));
     }
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
-        return Err(InputError::file("--time-scale", format!("must be a positive number, got {}", args.time_scale)).into());
+        return Err(
+            InputError::file("--time-scale", format!("must be a positive number, got {}", args.time_scale)).into()
+        );
     }
     if args.proxy == Proxy::Envoy {
         return Err(InputError::file(
@@ -152,7 +154,7 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
         Format::Csv => print!("{}", output::table::render_csv(&summaries)?),
         Format::Table | Format::Markdown => {
             if let Some(doc) = &comparison {
-                print!("{}\n", compare::render_text(&doc.variants, generator));
+                println!("{}", compare::render_text(&doc.variants, generator));
             }
             println!(
                 "Emulated for real on 127.0.0.1 (HTTP/1.1 servers and clients, retries through retrysim-policy), time scale {}:",
@@ -165,7 +167,8 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
                 );
             }
             let (show, answer) = (exp.show(), exp.answer());
-            let table = output::table::TableOptions { show: &show, answer: &answer, question: exp.question(), wide: false };
+            let table =
+                output::table::TableOptions { show: &show, answer: &answer, question: exp.question(), wide: false };
             print!("{}", output::table::render_text(&summaries, replications, &table));
         }
     }

@@ -42,7 +42,9 @@ pub fn measure() -> anyhow::Result<f64> {
                     let service = hyper::service::service_fn(|_req| async {
                         Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(Bytes::new())))
                     });
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
                 });
             }
         });

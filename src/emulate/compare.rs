@@ -143,10 +143,8 @@ fn judge(metric: &str, sim: &crate::analysis::Summary, emu: &crate::analysis::Su
 /// The comparison as text, the answer first.
 pub fn render_text(variants: &[VariantCompare], generator: Generator) -> String {
     let mut out = String::new();
-    let all: Vec<(&str, &str, &Compared)> = variants
-        .iter()
-        .flat_map(|v| v.metrics.iter().map(move |(m, c)| (v.name.as_str(), m.as_str(), c)))
-        .collect();
+    let all: Vec<(&str, &str, &Compared)> =
+        variants.iter().flat_map(|v| v.metrics.iter().map(move |(m, c)| (v.name.as_str(), m.as_str(), c))).collect();
     let agree = all.iter().filter(|x| x.2.verdict == "agree").count();
     let judged = all.iter().filter(|x| matches!(x.2.verdict, "agree" | "differ")).count();
     if generator.overloaded {
@@ -165,7 +163,10 @@ pub fn render_text(variants: &[VariantCompare], generator: Generator) -> String 
             out += &format!("; these differ: {}.\n", differ.join(", "));
         }
         if judged < all.len() {
-            out += &format!("({} without a value in one of them, e.g. latency when nothing succeeded.)\n", all.len() - judged);
+            out += &format!(
+                "({} without a value in one of them, e.g. latency when nothing succeeded.)\n",
+                all.len() - judged
+            );
         }
     }
     for v in variants {

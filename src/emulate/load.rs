@@ -5,8 +5,8 @@
 //! time: a late generator offers less load than the experiment says.
 
 use super::caller::{Body, Net};
-use crate::engine::random::hash_words;
 use crate::config::ClientMode;
+use crate::engine::random::hash_words;
 use crate::engine::{Nanos, from_secs_f64};
 use crate::policy::DenyReason;
 use std::sync::Arc;

@@ -12,12 +12,12 @@
 //! refused) and opened again on the same port when it ends.
 
 use super::caller::{self, Body, Net};
-use crate::config::{Caller, KeyMode};
-use crate::engine::random::hash_words;
-use crate::model::ledger::{Ledger, Lookup};
 use super::record::Recorder;
+use crate::config::{Caller, KeyMode};
 use crate::config::{Discipline, FaultKind, Scenario};
+use crate::engine::random::hash_words;
 use crate::engine::{KeyedRandom, Nanos};
+use crate::model::ledger::{Ledger, Lookup};
 use crate::policy::Outcome;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -161,9 +161,10 @@ async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
     let clock = host.rec.clock;
     loop {
         let now = clock.now();
-        let down = host.s.faults.iter().find(|f| {
-            matches!(f.kind, FaultKind::Outage | FaultKind::HostDown) && f.hits(host.svc, host.replica, now)
-        });
+        let down =
+            host.s.faults.iter().find(|f| {
+                matches!(f.kind, FaultKind::Outage | FaultKind::HostDown) && f.hits(host.svc, host.replica, now)
+            });
         if let Some(f) = down {
             let end = f.end;
             drop(listener);
@@ -212,7 +213,10 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
     let (Some(intent), Some(attempt), Some(operation), Some(edge), Some(fingerprint)) =
         (header(caller::INTENT), header(caller::ATTEMPT), operation, edge, header(caller::FINGERPRINT))
     else {
-        return Ok(Response::builder().status(400).body(Full::new(Bytes::from_static(b"missing headers"))).expect("valid"));
+        return Ok(Response::builder()
+            .status(400)
+            .body(Full::new(Bytes::from_static(b"missing headers")))
+            .expect("valid"));
     };
     let body = Body { key: header(caller::KEY), fingerprint };
     let arrival = Arrival { intent, attempt, operation, edge, body };

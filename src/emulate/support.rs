@@ -17,7 +17,10 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
     for sv in &s.services {
         let at = |k: &str| format!("services.{}.{k}", sv.name);
         if sv.ledger.is_some_and(|l| l.wait) {
-            no(at("idempotency.in_progress"), "the emulated ledger answers a duplicate in progress 409; it does not hold it until the original ends");
+            no(
+                at("idempotency.in_progress"),
+                "the emulated ledger answers a duplicate in progress 409; it does not hold it until the original ends",
+            );
         }
         if sv.rate_limit.is_some() {
             no(at("rate_limit"), "the emulated servers have no rate limiter yet");

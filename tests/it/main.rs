@@ -29,6 +29,7 @@ mod comparisons;
 mod deep_replay_chains;
 mod determinism;
 mod edge_metrics;
+mod emulate_input;
 mod experiment_headers;
 mod export;
 mod export_hedging_throttle;

@@ -1,0 +1,93 @@
+//! `retrysim emulate` refuses what it cannot run honestly: settings the
+//! emulator does not carry out (named), Envoy mode until it exists, a time
+//! scale that is not positive, and a load beyond what the machine drives;
+//! each with exit status 2 and before any server starts.
+
+use std::path::Path;
+use std::process::Command;
+
+fn emulate(dir: &Path, toml: &str, args: &[&str]) -> (i32, String) {
+    let path = dir.join("exp.toml");
+    std::fs::write(&path, toml).expect("write the experiment");
+    let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+        .arg("emulate")
+        .arg(&path)
+        .args(["--out"])
+        .arg(dir.join("out"))
+        .args(args)
+        .output()
+        .expect("retrysim runs");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+const BASE: &str = r#"
+[experiment]
+name = "emulate input"
+duration = "2s"
+warmup = "0s"
+replications = 1
+
+[[clients]]
+name = "web"
+rate = "RATE"
+target = "api"
+operation = "read"
+policy = { max_attempts = 2, per_try_timeout = "100ms", retry_on = ["timeout"] }
+
+[[operations]]
+name = "read"
+idempotent = true
+
+[[services]]
+name = "api"
+workers = 4
+service_time = { dist = "const", value = "5ms" }
+"#;
+
+fn base(rate: &str) -> String {
+    BASE.replace("RATE", rate)
+}
+
+#[test]
+fn settings_the_emulator_does_not_run_are_named_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = base("10/s")
+        + "\n[[faults]]\nname = \"boom\"\nkind = \"crash\"\ntarget = \"api\"\nstart = \"1s\"\nrestart_after = \"1s\"\n";
+    let (code, err) = emulate(dir.path(), &toml, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("exp.toml") && err.contains("faults.boom.kind = \"crash\""), "{err}");
+    assert!(!dir.path().join("out").exists(), "nothing written");
+}
+
+#[test]
+fn envoy_mode_and_a_bad_time_scale_are_refused_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = emulate(dir.path(), &base("10/s"), &["--proxy", "envoy"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--proxy envoy"), "{err}");
+    let (code, err) = emulate(dir.path(), &base("10/s"), &["--time-scale", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--time-scale"), "{err}");
+}
+
+#[test]
+fn a_load_beyond_the_machine_is_refused_up_front_and_a_time_scale_is_suggested() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = emulate(dir.path(), &base("1000000/s"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("requests per real second") && err.contains("--time-scale"), "{err}");
+}
+
+#[test]
+fn a_short_emulation_writes_an_emulated_summary_beside_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = emulate(dir.path(), &base("20/s"), &["--compare", "-q"]);
+    assert_eq!(code, 0, "{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["mode"], "emulated");
+    let intents = summary["variants"][0]["metrics"]["intents"]["mean"].as_f64().unwrap();
+    // 20/s for 2 s: 40 intents expected, Poisson (a 99.9% range).
+    assert!((20.0..=62.0).contains(&intents), "{intents}");
+    assert!(dir.path().join("out/compare.json").exists() && dir.path().join("out/timeseries.csv").exists());
+}
