@@ -17,6 +17,7 @@
 pub mod calibrate;
 mod caller;
 mod clock;
+pub mod envoy;
 mod load;
 mod record;
 mod server;
@@ -35,15 +36,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How an emulation runs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct EmulateOptions {
     /// Real seconds per model second (`--time-scale`).
     pub time_scale: f64,
+    /// With `--proxy envoy`, the Envoy binary: the clients' requests go
+    /// through it and their retries happen there.
+    pub envoy: Option<std::path::PathBuf>,
 }
 
 impl Default for EmulateOptions {
     fn default() -> Self {
-        EmulateOptions { time_scale: 1.0 }
+        EmulateOptions { time_scale: 1.0, envoy: None }
     }
 }
 
@@ -78,14 +82,26 @@ async fn interrupted() {
 
 /// Runs replication `replication` of `s` for real. The scenario must have
 /// passed [`unsupported`].
-pub fn emulate(s: &Scenario, replication: u32, options: EmulateOptions) -> anyhow::Result<Emulated> {
+pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyhow::Result<Emulated> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let s = Arc::new(s.clone());
+    let envoy = options.envoy.clone();
     let out = runtime.block_on(async move {
         let clock = Clock::start(options.time_scale);
         let rec = Arc::new(Recorder::new(&s, clock));
         let hosts = server::start_all(&s, &rec, replication).await?;
-        let world = Arc::new(caller::Net::new(s.clone(), rec.clone(), hosts.addrs.clone(), replication));
+        // With --proxy envoy, one Envoy per client class in front of its target's hosts.
+        let mut proxies = Vec::new();
+        if let Some(bin) = envoy {
+            for (c, spec) in s.clients.iter().enumerate() {
+                let (bin, s2, up) = (bin.clone(), s.clone(), hosts.addrs[spec.target].clone());
+                let base_id = 7000 + (std::process::id() % 500) * 8 + c as u32;
+                let started = tokio::task::spawn_blocking(move || envoy::start(&bin, &s2, c, &up, base_id)).await??;
+                proxies.push(started);
+            }
+        }
+        let via = proxies.iter().map(|p| p.addr).collect();
+        let world = Arc::new(caller::Net::new(s.clone(), rec.clone(), hosts.addrs.clone(), replication, via));
         hosts.connect(world.clone());
         let late = tokio::select! {
             late = load::generate(world.clone()) => late,
@@ -100,6 +116,7 @@ pub fn emulate(s: &Scenario, replication: u32, options: EmulateOptions) -> anyho
         let end = clock.now().max(s.duration);
         hosts.stop();
         let intents = rec.intents();
+        drop(proxies);
         anyhow::Ok((rec.finish(&s, end), late, intents))
     })?;
     // Tasks still running (answers lost on purpose, abandoned work) end with the runtime.

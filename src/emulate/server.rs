@@ -83,6 +83,10 @@ struct Arrival {
     operation: usize,
     edge: usize,
     body: Body,
+    /// This arrival's own number at the servers: the key of its random
+    /// draws (a proxy's retries carry their client request's headers, and
+    /// each must draw anew).
+    draw: u64,
 }
 
 /// Workers busy and the waiting room.
@@ -219,7 +223,7 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
             .expect("valid"));
     };
     let body = Body { key: header(caller::KEY), fingerprint };
-    let arrival = Arrival { intent, attempt, operation, edge, body };
+    let arrival = Arrival { intent, attempt, operation, edge, body, draw: host.rec.arrival() };
     let (tx, rx) = oneshot::channel();
     tokio::spawn(async move {
         let reply = serve(&host, arrival).await;
@@ -252,11 +256,16 @@ async fn serve(host: &Host, a: Arrival) -> Reply {
         if let Some(slot) = host.slot {
             counts.host_arrivals[slot - s.services.len()] += 1;
         }
+        // Behind Envoy the attempts of a client's request are Envoy's: they are counted here.
+        if host.net.get().is_some_and(|n| n.proxied()) && matches!(s.edges[a.edge].caller, Caller::Client(_)) {
+            counts.edge_attempts[a.edge] += 1;
+            g.m.series.at(now).attempts += 1;
+        }
     }
     for (fi, f) in s.faults.iter().enumerate() {
         if let FaultKind::Error { status, probability, retry_after } = f.kind
             && f.hits(host.svc, host.replica, now)
-            && host.rng.unit(&[FAULT, attempt, fi as u64]) < probability
+            && host.rng.unit(&[FAULT, a.draw, fi as u64]) < probability
         {
             return Reply::Answer(status, retry_after);
         }
@@ -292,10 +301,10 @@ async fn serve(host: &Host, a: Arrival) -> Reply {
             continue;
         }
         match f.kind {
-            FaultKind::ResponseLoss { probability } if host.rng.unit(&[FAULT, attempt, fi as u64]) < probability => {
+            FaultKind::ResponseLoss { probability } if host.rng.unit(&[FAULT, a.draw, fi as u64]) < probability => {
                 return Reply::Never;
             }
-            FaultKind::Reset { probability } if host.rng.unit(&[FAULT, attempt, fi as u64]) < probability => {
+            FaultKind::Reset { probability } if host.rng.unit(&[FAULT, a.draw, fi as u64]) < probability => {
                 return Reply::Close;
             }
             _ => {}
@@ -485,7 +494,7 @@ impl Host {
         let (s, rec) = (&*self.s, &*self.rec);
         let spec = &s.services[self.svc];
         let start = rec.clock.now();
-        let mut demand = spec.service_time.sample(&self.rng, &[SERVICE, attempt]);
+        let mut demand = spec.service_time.sample(&self.rng, &[SERVICE, a.draw]);
         if spec.per_inflight > 0 {
             let others = self.door().busy.saturating_sub(1) as u64;
             demand = demand.saturating_add(spec.per_inflight.saturating_mul(others));

