@@ -14,7 +14,8 @@
 //!   `min_per_sec` × `ttl`.
 //! - [`BudgetKind::Concurrency`]: Envoy's retry budget: active retries may be
 //!   at most `budget_percent`% of active requests, and at least
-//!   `min_retry_concurrency`.
+//!   `min_retry_concurrency`. As in Envoy, a retry is active from the
+//!   moment it is decided, through its backoff, until its outcome.
 
 use crate::Outcome;
 use crate::time::Nanos;
@@ -194,8 +195,12 @@ impl Budget {
     /// cost to refund if it succeeds (quota).
     pub fn spend_retry(&mut self, outcome: Outcome) -> f64 {
         let cost = self.quota_cost(outcome);
-        if let (BudgetKind::Quota { .. }, State::Level(level)) = (self.kind, &mut self.state.0) {
-            *level -= cost;
+        match (self.kind, &mut self.state.0) {
+            (BudgetKind::Quota { .. }, State::Level(level)) => *level -= cost,
+            // Envoy counts a retry from the moment it is decided, through
+            // its backoff, until its answer (envoyproxy/envoy#30205).
+            (_, State::Active { retries, .. }) => *retries = retries.saturating_add(1),
+            _ => {}
         }
         cost
     }
@@ -210,13 +215,17 @@ impl Budget {
                     r.retries += 1;
                 }
             }
-            State::Active { requests, retries } => {
-                *requests = requests.saturating_add(1);
-                if retry {
-                    *retries = retries.saturating_add(1);
-                }
-            }
+            // A retry was counted when it was decided (`spend_retry`).
+            State::Active { requests, .. } => *requests = requests.saturating_add(1),
             State::Level(_) => {}
+        }
+    }
+
+    /// A retry counted when it was decided is not sent after all (a
+    /// throttle refused it): the concurrency budget lets it go.
+    pub fn release_retry(&mut self) {
+        if let State::Active { retries, .. } = &mut self.state.0 {
+            *retries = retries.saturating_sub(1);
         }
     }
 
@@ -351,6 +360,7 @@ mod tests {
         let mut b = Budget::new(BudgetKind::Concurrency { budget_percent: 20.0, min_retry_concurrency: 3 });
         for _ in 0..3 {
             assert!(b.grants(0, Outcome::Status(503)));
+            b.spend_retry(Outcome::Status(503));
             b.on_send(0, true);
         }
         assert!(!b.grants(0, Outcome::Status(503)));
@@ -359,9 +369,28 @@ mod tests {
         }
         // 20 active: 20% = 4 retries.
         assert!(b.grants(0, Outcome::Status(503)));
+        b.spend_retry(Outcome::Status(503));
         b.on_send(0, true);
         assert!(!b.grants(0, Outcome::Status(503)));
         b.on_outcome(Outcome::Ok, true, false, 0.0);
+        assert!(b.grants(0, Outcome::Status(503)));
+    }
+
+    #[test]
+    fn a_concurrency_budget_counts_retries_waiting_in_backoff_as_envoy_does() {
+        let mut b = Budget::new(BudgetKind::Concurrency { budget_percent: 20.0, min_retry_concurrency: 3 });
+        // Three retries decided and waiting in their backoff, none sent yet:
+        // Envoy counts them all, so a fourth is refused.
+        for _ in 0..3 {
+            assert!(b.grants(0, Outcome::Status(503)));
+            b.spend_retry(Outcome::Status(503));
+        }
+        assert!(!b.grants(0, Outcome::Status(503)));
+        // One of them is refused by a throttle before it goes: its place is free.
+        b.release_retry();
+        assert!(b.grants(0, Outcome::Status(503)));
+        // Sending the others adds active requests, not retries.
+        b.on_send(0, true);
         assert!(b.grants(0, Outcome::Status(503)));
     }
 }

@@ -287,6 +287,12 @@ impl<T> Machine<T> {
                 Gate::Wait(wait) => return Admission::Hold { wait },
                 Gate::Refuse { p } => {
                     let attempt = self.st.attempts + 1;
+                    if attempt > 1
+                        && let Some(b) = guards.budget()
+                    {
+                        // The retry counted when it was decided does not go.
+                        b.release_retry();
+                    }
                     return Admission::Refused {
                         attempt,
                         waited: if attempt > 1 { self.st.prev_wait } else { 0 },

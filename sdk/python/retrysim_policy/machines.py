@@ -105,7 +105,15 @@ class Budget:
         c = self.cost(outcome)
         if self.kind == "quota":
             self.level -= c
+        elif self.kind == "concurrency":
+            # Counted from the decision, through its backoff, to its answer (Envoy).
+            self.active_retries += 1
         return c
+
+    def release_retry(self) -> None:
+        """A retry counted when it was decided is not sent (a throttle refused it)."""
+        if self.kind == "concurrency":
+            self.active_retries = max(self.active_retries - 1, 0)
 
     def on_send(self, now: int, retry: bool) -> None:
         if self.kind == "ratio":
@@ -115,8 +123,6 @@ class Budget:
                 self.recent_retries += 1
         elif self.kind == "concurrency":
             self.active += 1
-            if retry:
-                self.active_retries += 1
 
     def on_cancel(self, retry: bool) -> None:
         """A hedged copy that lost the race: only the concurrency count changes."""

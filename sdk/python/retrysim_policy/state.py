@@ -85,6 +85,11 @@ class RetryState:
         self.retry_cost = 0.0
         self.admitted = False
 
+    def _release_retry(self) -> None:
+        """A refused retry that the budget counted when it was decided."""
+        if self.attempts > 0 and self.shared.budget:
+            self.shared.budget.release_retry()
+
     def before_attempt(self, now: int):
         """("send", timeout) | ("wait", ns) | ("refuse", reason)."""
         s = self.shared
@@ -94,6 +99,7 @@ class RetryState:
             u = self.draw()
             a = s.throttle.admit(now, u)
             if a[0] == "refuse":
+                self._release_retry()
                 return ("refuse", "throttled")
             if a[0] == "wait":
                 wait = a[1]
@@ -101,6 +107,7 @@ class RetryState:
                     self.admitted = True
                     return ("wait", wait)
                 s.throttle.release()
+                self._release_retry()
                 return ("refuse", "throttled")
         self.admitted = False
         self.attempts += 1
