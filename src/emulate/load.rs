@@ -57,43 +57,59 @@ async fn wait_until(net: &Net, t: Nanos) -> f64 {
     net.rec.sleep_until(t).await
 }
 
-/// Poisson arrivals of class `c` at its schedule's rate times the load scale.
+/// Poisson arrivals of class `c` at its schedule's rate times the load
+/// scale. The schedule is kept by a thread of its own that sleeps to each
+/// arrival (woken tens of microseconds late) and hands the intent to the
+/// runtime, so a busy runtime delays the intents' work, not their arrivals.
 async fn open_loop(net: Arc<Net>, c: usize) -> Vec<f64> {
-    let ClientMode::Open(schedule) = &net.s.clients[c].mode else { return Vec::new() };
-    let (duration, scale) = (net.s.duration, net.s.load_scale);
-    let mut late = Vec::new();
-    let mut intents = JoinSet::new();
-    let (mut t, mut seq) = (0, 0u64);
-    'arrivals: loop {
-        // The next arrival: exponential gaps at the rate in force, redrawn at a change.
-        loop {
-            let (rate, next_change) = schedule.rate_at(t);
-            let r = rate * scale;
-            if r > 0.0 {
-                let gap = -net.rng.unit(&[ARRIVAL, c as u64, seq, t]).ln() / r;
-                let at = t.saturating_add(from_secs_f64(gap));
-                if next_change.is_none_or(|nc| at < nc) {
-                    if at >= duration {
-                        break 'arrivals;
+    let handle = tokio::runtime::Handle::current();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let generator = net.clone();
+    let schedule = tokio::task::spawn_blocking(move || {
+        let net = generator;
+        let ClientMode::Open(schedule) = &net.s.clients[c].mode else { return Vec::new() };
+        let (duration, scale) = (net.s.duration, net.s.load_scale);
+        let mut late = Vec::new();
+        let (mut t, mut seq) = (0, 0u64);
+        'arrivals: loop {
+            // The next arrival: exponential gaps at the rate in force, redrawn at a change.
+            loop {
+                let (rate, next_change) = schedule.rate_at(t);
+                let r = rate * scale;
+                if r > 0.0 {
+                    let gap = -net.rng.unit(&[ARRIVAL, c as u64, seq, t]).ln() / r;
+                    let at = t.saturating_add(from_secs_f64(gap));
+                    if next_change.is_none_or(|nc| at < nc) {
+                        if at >= duration {
+                            break 'arrivals;
+                        }
+                        t = at;
+                        break;
                     }
-                    t = at;
-                    break;
+                }
+                match next_change {
+                    Some(nc) if nc < duration => t = nc,
+                    _ => break 'arrivals,
                 }
             }
-            match next_change {
-                Some(nc) if nc < duration => t = nc,
-                _ => break 'arrivals,
+            let at = net.rec.clock.real_at(t).into_std();
+            let now = std::time::Instant::now();
+            if at > now {
+                std::thread::sleep(at - now);
             }
+            late.push(std::time::Instant::now().saturating_duration_since(at).as_secs_f64());
+            let instance = pick_instance(&net, c, seq);
+            if tx.send(handle.spawn(intent(net.clone(), c, instance, seq))).is_err() {
+                break;
+            }
+            seq += 1;
         }
-        late.push(wait_until(&net, t).await);
-        let instance = pick_instance(&net, c, seq);
-        intents.spawn(intent(net.clone(), c, instance, seq));
-        seq += 1;
-        // Finished intents leave the set as it goes.
-        while intents.try_join_next().is_some() {}
+        late
+    });
+    while let Some(task) = rx.recv().await {
+        let _ = task.await;
     }
-    while intents.join_next().await.is_some() {}
-    late
+    schedule.await.unwrap_or_default()
 }
 
 /// The instance an open-loop intent comes from.
