@@ -88,8 +88,8 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
     let envoy = options.envoy.clone();
     let out = runtime.block_on(async move {
         let clock = Clock::start(options.time_scale);
-        let rec = Arc::new(Recorder::new(&s, clock));
-        let hosts = server::start_all(&s, &rec, replication).await?;
+        let rec = Arc::new(Recorder::new(&s, clock.clone()));
+        let mut hosts = server::start_all(&s, &rec, replication).await?;
         // With --proxy envoy, one Envoy per client class in front of its target's hosts.
         let mut proxies = Vec::new();
         if let Some(bin) = envoy {
@@ -101,6 +101,8 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
             }
         }
         let via = proxies.iter().map(|p| p.addr).collect();
+        // Model time 0 is when the load begins, not when the servers and proxies started.
+        clock.restart();
         let world = Arc::new(caller::Net::new(s.clone(), rec.clone(), hosts.addrs.clone(), replication, via));
         hosts.connect(world.clone());
         let late = tokio::select! {

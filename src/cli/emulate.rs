@@ -71,6 +71,13 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
             InputError::file("--time-scale", format!("must be a positive number, got {}", args.time_scale)).into()
         );
     }
+    if args.proxy == Proxy::Envoy && args.time_scale != 1.0 {
+        return Err(InputError::file(
+            "--time-scale",
+            "with --proxy envoy the time scale must be 1: Envoy keeps the exported timeouts and backoff in real time",
+        )
+        .into());
+    }
     let envoy = match args.proxy {
         Proxy::Envoy => Some(crate::emulate::envoy::binary(args.envoy.as_deref())?),
         Proxy::None => None,

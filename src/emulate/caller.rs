@@ -147,7 +147,7 @@ impl Net {
         {
             return self.through_envoy(c, intent, operation, body).await;
         }
-        let clock = self.rec.clock;
+        let clock = self.rec.clock.clone();
         let seed = self.rng.unit(&[JITTER, self.calls.fetch_add(1, Ordering::Relaxed)]).to_bits();
         let idempotent = self.s.operations[operation].idempotent;
         let hedged = shared.policy().hedging.is_some();
@@ -260,7 +260,7 @@ impl Net {
 
     /// One attempt: out over the edge, the exchange, back over the edge.
     async fn attempt(self: Arc<Self>, edge: usize, intent: u64, attempt: u64, operation: usize, body: Body) -> Answer {
-        let clock = self.rec.clock;
+        let clock = self.rec.clock.clone();
         let e = &self.s.edges[edge];
         let svc = e.to;
         let host = self.pick(svc, attempt);

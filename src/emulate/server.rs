@@ -43,12 +43,21 @@ pub struct Hosts {
     tasks: Vec<JoinHandle<()>>,
     /// The network the hosts' downstream calls go through, set once it exists.
     net: Arc<OnceLock<Arc<Net>>>,
+    all: Vec<Arc<Host>>,
 }
 
 impl Hosts {
-    /// The network for downstream calls.
-    pub fn connect(&self, net: Arc<Net>) {
+    /// The network for downstream calls; the load begins: the brownouts'
+    /// ends are timed from now.
+    pub fn connect(&mut self, net: Arc<Net>) {
         let _ = self.net.set(net);
+        for host in &self.all {
+            for (fi, f) in host.s.faults.iter().enumerate() {
+                if matches!(f.kind, FaultKind::Brownout { .. }) && f.hits(host.svc, host.replica, f.start) {
+                    self.tasks.push(tokio::spawn(capacity_back(host.clone(), fi)));
+                }
+            }
+        }
     }
 
     /// Stops accepting; work in progress ends with the runtime.
@@ -117,6 +126,7 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
     let mut addrs = Vec::new();
     let mut tasks = Vec::new();
     let mut next_slot = s.services.len();
+    let mut all = Vec::new();
     for (svc, spec) in s.services.iter().enumerate() {
         let mut mine = Vec::new();
         let durable = spec.ledger.filter(|l| l.durable).map(|l| Arc::new(Mutex::new(Ledger::new(l))));
@@ -140,15 +150,11 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
             let listener = bind(None).await?;
             mine.push(listener.local_addr()?);
             tasks.push(tokio::spawn(accept(host.clone(), listener)));
-            for (fi, f) in s.faults.iter().enumerate() {
-                if matches!(f.kind, FaultKind::Brownout { .. }) && f.hits(svc, replica, f.start) {
-                    tasks.push(tokio::spawn(capacity_back(host.clone(), fi)));
-                }
-            }
+            all.push(host);
         }
         addrs.push(mine);
     }
-    Ok(Hosts { addrs, tasks, net })
+    Ok(Hosts { addrs, tasks, net, all })
 }
 
 /// A listener on 127.0.0.1 (`port` or a free one), reusable at once after close.
@@ -162,7 +168,7 @@ async fn bind(addr: Option<SocketAddr>) -> std::io::Result<tokio::net::TcpListen
 /// Accepts connections, and closes the listener while an outage of this host lasts.
 async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
     let addr = listener.local_addr().expect("bound");
-    let clock = host.rec.clock;
+    let clock = host.rec.clock.clone();
     loop {
         let now = clock.now();
         let down =
