@@ -120,18 +120,7 @@ impl Recorder {
         it.ended = true;
         it.ok = ok;
         let (tally, arrived, owner) = (it.tally, it.arrived, (it.client, it.seq));
-        let latency = now.saturating_sub(arrived);
-        if ok {
-            g.m.series.record_success(now, latency, tally.client());
-        }
-        if deadline != crate::engine::NEVER && latency > deadline {
-            g.m.class(tally).deadline_overruns += 1;
-            g.m.counts(tally).witness("deadline_overrun", owner);
-        }
-        g.m.class(tally).ended(now, latency, ok);
-        if !ok {
-            *g.m.counts(tally).failures.entry(failure).or_insert(0) += 1;
-        }
+        g.m.intent_ended(tally, owner, now, now.saturating_sub(arrived), ok, failure, deadline);
         g.open -= 1;
         if g.open == 0 {
             self.ended.notify_waiters();

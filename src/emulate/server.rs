@@ -520,20 +520,8 @@ impl Host {
         let worked = rec.clock.now().saturating_sub(start);
         {
             let mut g = rec.lock();
-            let abandoned = g.abandoned(attempt);
-            let tally = g.tally(intent);
-            let work = crate::engine::nanos_f64(worked);
-            let class = g.m.class(tally);
-            class.work_ns += work;
-            if abandoned {
-                class.wasted_ns += work;
-            }
-            for k in std::iter::once(self.svc).chain(self.slot) {
-                g.m.counts(tally).work(k, work, abandoned);
-                if abandoned {
-                    g.m.series.at(start + worked).wasted[k] += 1;
-                }
-            }
+            let (abandoned, tally) = (g.abandoned(attempt), g.tally(intent));
+            g.m.work_done(tally, self.svc, self.slot, crate::engine::nanos_f64(worked), abandoned, start + worked);
         }
         let net = self.net.get().expect("connected before the first arrival").clone();
         let calls = &spec.calls;

@@ -92,6 +92,51 @@ impl RunCollector {
         &mut self.sides[side]
     }
 
+    /// Own work of `work` ns for an intent with tally `t` ended at `now` at
+    /// metrics slot `svc` and, when its host has one, `host`; `abandoned`:
+    /// its caller had stopped waiting (the work is wasted).
+    #[inline]
+    pub fn work_done(&mut self, t: Tally, svc: usize, host: Option<usize>, work: f64, abandoned: bool, now: Nanos) {
+        let class = self.class(t);
+        class.work_ns += work;
+        if abandoned {
+            class.wasted_ns += work;
+        }
+        for k in std::iter::once(svc).chain(host) {
+            self.counts(t).work(k, work, abandoned);
+            if abandoned {
+                self.series.at(now).wasted[k] += 1;
+            }
+        }
+    }
+
+    /// An intent with tally `t` (its client class's `owner` number) ended
+    /// at `now`, `latency` after it arrived, `ok` or failed with `failure`;
+    /// `deadline` is its client's ([`crate::engine::NEVER`] = none).
+    #[allow(clippy::too_many_arguments)]
+    pub fn intent_ended(
+        &mut self,
+        t: Tally,
+        owner: (u32, u64),
+        now: Nanos,
+        latency: Nanos,
+        ok: bool,
+        failure: String,
+        deadline: Nanos,
+    ) {
+        if ok {
+            self.series.record_success(now, latency, t.client());
+        }
+        if deadline != crate::engine::NEVER && latency > deadline {
+            self.class(t).deadline_overruns += 1;
+            self.counts(t).witness("deadline_overrun", owner);
+        }
+        self.class(t).ended(now, latency, ok);
+        if !ok {
+            *self.counts(t).failures.entry(failure).or_insert(0) += 1;
+        }
+    }
+
     /// The counts the summary reads.
     pub fn inside(&mut self) -> &mut Counters {
         &mut self.sides[INSIDE]

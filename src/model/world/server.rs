@@ -179,17 +179,7 @@ impl World<'_> {
         let slot = self.hosts[req.host as usize].slot;
         let tally = self.tally(intent);
         let work = crate::engine::nanos_f64(demand);
-        let class = self.m.class(tally);
-        class.work_ns += work;
-        if abandoned {
-            class.wasted_ns += work;
-        }
-        for k in std::iter::once(svc).chain(slot.map(|k| k as usize)) {
-            self.m.counts(tally).work(k, work, abandoned);
-            if abandoned {
-                self.m.series.at(now).wasted[k] += 1;
-            }
-        }
+        self.m.work_done(tally, svc, slot.map(|k| k as usize), work, abandoned, now);
         self.advance(id);
     }
 

@@ -91,20 +91,9 @@ impl World<'_> {
         it.done = true;
         it.ok = ok;
         let latency = now - it.arrived;
-        let (tally, client, instance) = (it.tally, it.client as usize, it.instance);
-        if ok {
-            self.m.series.record_success(now, latency, client);
-        }
+        let (tally, client, instance, owner) = (it.tally, it.client as usize, it.instance, (it.client, it.seq));
         let deadline = self.s.clients[client].policy.deadline;
-        if deadline != NEVER && latency > deadline {
-            self.m.class(tally).deadline_overruns += 1;
-            let it = self.intents.get(id).expect("live");
-            self.m.counts(tally).witness("deadline_overrun", (it.client, it.seq));
-        }
-        self.m.class(tally).ended(now, latency, ok);
-        if !ok {
-            *self.m.counts(tally).failures.entry(failure).or_insert(0) += 1;
-        }
+        self.m.intent_ended(tally, owner, now, latency, ok, failure, deadline);
         self.try_settle(id);
         if matches!(self.s.clients[client].mode, crate::config::ClientMode::Closed { .. }) {
             let round = self.clients[client].rounds[instance as usize];
