@@ -117,6 +117,7 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
         }
         let end = clock.now().max(s.duration);
         hosts.stop();
+        rec.lock().m.stuck_placeholders = hosts.stuck();
         let intents = rec.intents();
         drop(proxies);
         anyhow::Ok((rec.finish(&s, end), late, intents))

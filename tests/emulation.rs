@@ -135,3 +135,28 @@ fn behind_a_real_envoy_retries_and_its_retry_budget_under_50_percent_errors_agre
     let free = mean(&metric(&doc, "a budget that never binds", "amplification")["emulated"]);
     assert!(binding < free - 0.1, "Envoy's budget refuses retries: {binding} against {free}");
 }
+
+#[test]
+fn a_crash_duplicates_orders_with_a_memory_ledger_and_strands_placeholders_with_a_lease_of_never() {
+    let doc = compare("experiments/emulate/crash.toml", &["--replications", "2"]);
+    let memory = "memory ledger";
+    agrees(&doc, memory, &["duplicate_intents", "success_rate", "attempts_per_intent", "recovery_time_s"]);
+    let dup = metric(&doc, memory, "duplicate_intents");
+    assert!(mean(&dup["emulated"]) >= 2.0, "a memory ledger forgets the orders it recorded: {dup}");
+    let never = "durable ledger, lease never";
+    agrees(&doc, never, &["stuck_placeholders", "duplicate_intents", "success_rate"]);
+    let stuck = metric(&doc, never, "stuck_placeholders");
+    assert!(mean(&stuck["emulated"]) >= 2.0, "the crash leaves placeholders in progress: {stuck}");
+    assert_eq!(mean(&metric(&doc, never, "duplicate_intents")["emulated"]), 0.0);
+}
+
+#[test]
+fn cancelling_the_losing_hedge_saves_the_work_the_model_says() {
+    let doc = compare("experiments/emulate/hedge-cancel.toml", &[]);
+    let cancel = "cancel the loser";
+    agrees(&doc, cancel, &["cancelled_fraction", "attempts_per_intent", "latency_p99_s"]);
+    let saved = metric(&doc, cancel, "cancelled_fraction");
+    assert!(mean(&saved["emulated"]) > 0.5, "the slow losers are stopped: {saved}");
+    agrees(&doc, "leave the loser", &["attempts_per_intent", "latency_p99_s"]);
+    assert!(metric(&doc, "leave the loser", "cancelled_fraction").is_null(), "nothing cancels");
+}

@@ -157,7 +157,12 @@ impl Net {
         let mut timer: Option<std::time::Instant> = None;
         let mut last = None;
         let mut steps = call.handle(CallInput::Start, clock.virtual_now());
+        let mut throttled = 0;
         loop {
+            if call.throttled() > throttled {
+                self.count_throttled(intent, call.throttled() - throttled);
+                throttled = call.throttled();
+            }
             for step in steps.drain(..) {
                 match step {
                     CallAction::Send { copy, timeout } => {
@@ -169,14 +174,22 @@ impl Net {
                         let task = tokio::spawn(async move {
                             let rec = net.rec.clone();
                             let go = net.attempt(edge, intent, attempt, operation, body);
+                            tokio::pin!(go);
                             let answer = match limit {
                                 Some(limit) => tokio::select! {
-                                    a = go => Some(a),
+                                    a = &mut go => Some(a),
                                     _ = rec.sleep(limit) => None,
                                 },
-                                None => Some(go.await),
+                                None => Some(go.as_mut().await),
                             };
+                            let timed_out = answer.is_none();
                             let _ = tx.send((copy, answer));
+                            if timed_out {
+                                // Given up but not cancelled: the connection stays
+                                // open and the answer, if any, arrives unheard.
+                                // Cancelling aborts this task, which closes it.
+                                go.await;
+                            }
                         });
                         copies.insert(copy, (task, attempt));
                     }
@@ -246,6 +259,15 @@ impl Net {
         }
     }
 
+    /// The client-side throttle held back or refused `n` attempts of intent `intent`.
+    fn count_throttled(&self, intent: u64, n: u32) {
+        let now = self.rec.clock.now();
+        let mut g = self.rec.lock();
+        let tally = g.tally(intent);
+        g.m.class(tally).throttled += n as u64;
+        g.m.series.at(now).throttled += n as u64;
+    }
+
     /// The host of service `svc` an attempt goes to.
     fn pick(&self, svc: usize, attempt: u64) -> usize {
         let n = self.addrs[svc].len();
@@ -274,10 +296,16 @@ impl Net {
         let now = clock.now();
         let mut out = e.latency.sample(&self.rng, &[LATENCY_OUT, attempt]);
         for (fi, f) in self.s.faults.iter().enumerate() {
-            if let FaultKind::Latency { extra } = &f.kind
-                && f.hits(svc, replica, now)
-            {
-                out = out.saturating_add(extra.sample(&self.rng, &[FAULT, attempt, fi as u64]));
+            match &f.kind {
+                FaultKind::Latency { extra } if f.hits(svc, replica, now) => {
+                    out = out.saturating_add(extra.sample(&self.rng, &[FAULT, attempt, fi as u64]));
+                }
+                // The request vanishes on the partitioned edge: nothing is
+                // sent, and its caller waits until its timeout.
+                FaultKind::Partition { edge: cut } if *cut == edge && now >= f.start && now < f.end => {
+                    return std::future::pending().await;
+                }
+                _ => {}
             }
         }
         self.rec.sleep(out).await;
@@ -327,7 +355,9 @@ async fn exchange(addr: SocketAddr, ids: Ids, body: Body) -> Answer {
     let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await else {
         return failed(Outcome::ConnectError);
     };
-    let conn = tokio::spawn(conn);
+    // The connection lives as long as the attempt: an attempt cancelled
+    // (its task aborted) closes it, which the server sees.
+    let conn = AbortOnDrop(tokio::spawn(conn));
     let mut req = hyper::Request::post("/")
         .header(hyper::header::HOST, "retrysim")
         .header(INTENT, ids.intent.to_string())
@@ -354,6 +384,15 @@ async fn exchange(addr: SocketAddr, ids: Ids, body: Body) -> Answer {
         }
         Err(_) => failed(Outcome::Reset),
     };
-    conn.abort();
+    drop(conn);
     answer
+}
+
+/// A task that ends when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<Result<(), hyper::Error>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

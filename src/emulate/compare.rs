@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// The metrics compared, in the order shown.
-pub const COMPARED: [&str; 8] = [
+pub const COMPARED: [&str; 11] = [
     "success_rate",
     "attempts_per_intent",
     "amplification",
@@ -22,6 +22,9 @@ pub const COMPARED: [&str; 8] = [
     "recovered_fraction",
     "recovery_time_s",
     "duplicate_intents",
+    "stuck_placeholders",
+    "cancelled_fraction",
+    "throttled_per_intent",
 ];
 
 /// How far apart the means of `metric` may be and still agree: an
@@ -39,7 +42,9 @@ pub fn tolerance(metric: &str) -> (f64, f64) {
         "recovery_time_s" => (2.0, 0.20),
         // A count of rare events: about two Poisson standard deviations at
         // the tens to hundreds these scenarios produce.
-        "duplicate_intents" => (3.0, 0.25),
+        "duplicate_intents" | "stuck_placeholders" => (3.0, 0.25),
+        "cancelled_fraction" => (0.03, 0.10),
+        "throttled_per_intent" => (0.01, 0.10),
         _ => (0.0, 0.0),
     }
 }
@@ -112,10 +117,19 @@ pub fn compare(simulated: &RunSet, emulated: &RunSet, generator: Generator) -> V
                 if metric.starts_with("recover") && !disturbed(v) {
                     continue;
                 }
-                if metric == "duplicate_intents" && simulated.variants[v].scenario.effect_kinds.is_empty() {
+                let scenario = &simulated.variants[v].scenario;
+                if metric == "duplicate_intents" && scenario.effect_kinds.is_empty() {
+                    continue;
+                }
+                if metric == "stuck_placeholders" && scenario.services.iter().all(|s| s.ledger.is_none()) {
                     continue;
                 }
                 let sim = summarize(values(simulated, v, metric, &service));
+                // Compared where the model has it: cancellation and throttles
+                // only when a policy cancels or throttles.
+                if matches!(metric, "cancelled_fraction" | "throttled_per_intent") && sim.mean.is_none() {
+                    continue;
+                }
                 let emu = summarize(values(emulated, v, metric, &service));
                 metrics.insert(metric.to_string(), judge(metric, &sim, &emu, generator.overloaded));
             }

@@ -8,26 +8,34 @@
 //!
 //! The work runs in a task of its own, so a caller that stops waiting
 //! does not stop it: abandoned work goes on and is wasted, as in the model.
+//! A caller whose policy cancels (`cancel_on_timeout`, `hedging.cancel`)
+//! cancels by closing its connection: the server sees it close and the
+//! request leaves the queue, or stops its work and frees its worker.
 //! During an outage the host's listener is closed (connections are
-//! refused) and opened again on the same port when it ends.
+//! refused) and opened again on the same port when it ends. A crash also
+//! closes every open connection of the host, resets the requests in it,
+//! frees its workers and empties a memory ledger.
+
+mod door;
+mod ledger;
 
 use super::caller::{self, Body, Net};
 use super::record::Recorder;
-use crate::config::{Caller, KeyMode};
-use crate::config::{Discipline, FaultKind, Scenario};
+use crate::config::{Caller, FaultKind, KeyMode, Scenario};
 use crate::engine::random::hash_words;
 use crate::engine::{KeyedRandom, Nanos};
-use crate::model::ledger::{Ledger, Lookup};
+use crate::model::ledger::Ledger;
 use crate::policy::Outcome;
 use bytes::Bytes;
+use door::{Admitted, Door};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use std::collections::VecDeque;
+use ledger::Consulted;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 /// Random draws of the servers: the first word of every key.
@@ -53,11 +61,28 @@ impl Hosts {
         let _ = self.net.set(net);
         for host in &self.all {
             for (fi, f) in host.s.faults.iter().enumerate() {
-                if matches!(f.kind, FaultKind::Brownout { .. }) && f.hits(host.svc, host.replica, f.start) {
-                    self.tasks.push(tokio::spawn(capacity_back(host.clone(), fi)));
+                if !f.hits(host.svc, host.replica, f.start) {
+                    continue;
+                }
+                match f.kind {
+                    FaultKind::Brownout { .. } => self.tasks.push(tokio::spawn(capacity_back(host.clone(), fi))),
+                    FaultKind::Crash => self.tasks.push(tokio::spawn(crash(host.clone(), fi))),
+                    _ => {}
                 }
             }
         }
+    }
+
+    /// Ledger placeholders still in progress that no request will recover
+    /// (lease "never"), over every ledger once.
+    pub fn stuck(&self) -> u64 {
+        let mut seen: Vec<&Arc<Mutex<Ledger>>> = Vec::new();
+        for l in self.all.iter().filter_map(|h| h.ledger.as_ref()) {
+            if !seen.iter().any(|k| Arc::ptr_eq(k, l)) {
+                seen.push(l);
+            }
+        }
+        seen.iter().map(|l| l.lock().unwrap_or_else(|e| e.into_inner()).stuck()).sum()
     }
 
     /// Stops accepting; work in progress ends with the runtime.
@@ -82,6 +107,8 @@ struct Host {
     /// Its idempotency ledger: the service's (durable, shared by its
     /// hosts) or its own (memory).
     ledger: Option<Arc<Mutex<Ledger>>>,
+    /// The crash epoch, for whoever must stop at a crash.
+    crashes: watch::Sender<u64>,
 }
 
 /// What an attempt says about itself (its headers).
@@ -98,25 +125,72 @@ struct Arrival {
     draw: u64,
 }
 
-/// Workers busy and the waiting room.
-struct Door {
-    busy: u32,
-    queue: VecDeque<Waiter>,
-    last_change: Nanos,
-}
-
-struct Waiter {
-    go: oneshot::Sender<bool>,
-    attempt: u64,
-}
-
 /// How the work of one request ends for the connection.
 enum Reply {
     Answer(u16, Option<Nanos>),
     /// No answer is ever sent (a lost answer); the caller times out.
     Never,
-    /// The connection is closed without an answer (a reset, or work dropped expired).
+    /// The connection is closed without an answer (a reset, work dropped
+    /// expired or reset by a crash, or a caller gone).
     Close,
+}
+
+/// Why a request stopped before its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    /// Its host crashed.
+    Crash,
+    /// Its caller closed the connection (cancelled it).
+    Gone,
+}
+
+/// What stops a request: its host's crash, and, when its caller's policy
+/// cancels, its caller closing the connection.
+struct Interrupts {
+    crashes: watch::Receiver<u64>,
+    gone: Option<oneshot::Receiver<()>>,
+    /// The crash epoch the request was admitted in: only a later crash stops it.
+    epoch: u64,
+}
+
+impl Interrupts {
+    /// Resolves when the request must stop (a crash first).
+    async fn stopped(&mut self) -> Stopped {
+        let epoch = self.epoch;
+        let crashes = &mut self.crashes;
+        let crashed = async {
+            loop {
+                if crashes.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+                if *crashes.borrow_and_update() > epoch {
+                    return;
+                }
+            }
+        };
+        let gone = async {
+            match &mut self.gone {
+                Some(g) => {
+                    let _ = g.await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = crashed => Stopped::Crash,
+            _ = gone => Stopped::Gone,
+        }
+    }
+
+    /// Runs `f` unless the request must stop first.
+    async fn run<F: std::future::Future>(&mut self, f: F) -> Result<F::Output, Stopped> {
+        tokio::select! {
+            biased;
+            s = self.stopped() => Err(s),
+            out = f => Ok(out),
+        }
+    }
 }
 
 /// Starts every host of `s`, each listening on a free port of 127.0.0.1.
@@ -140,12 +214,13 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
                 svc,
                 replica,
                 slot,
-                door: Mutex::new(Door { busy: 0, queue: VecDeque::new(), last_change: 0 }),
+                door: Mutex::new(Door::new()),
                 s: s.clone(),
                 rec: rec.clone(),
                 rng,
                 net: net.clone(),
                 ledger,
+                crashes: watch::channel(0).0,
             });
             let listener = bind(None).await?;
             mine.push(listener.local_addr()?);
@@ -171,10 +246,10 @@ async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
     let clock = host.rec.clock.clone();
     loop {
         let now = clock.now();
-        let down =
-            host.s.faults.iter().find(|f| {
-                matches!(f.kind, FaultKind::Outage | FaultKind::HostDown) && f.hits(host.svc, host.replica, now)
-            });
+        let down = host.s.faults.iter().find(|f| {
+            matches!(f.kind, FaultKind::Outage | FaultKind::HostDown | FaultKind::Crash)
+                && f.hits(host.svc, host.replica, now)
+        });
         if let Some(f) = down {
             let end = f.end;
             drop(listener);
@@ -190,7 +265,7 @@ async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
             .faults
             .iter()
             .filter(|f| {
-                matches!(f.kind, FaultKind::Outage | FaultKind::HostDown)
+                matches!(f.kind, FaultKind::Outage | FaultKind::HostDown | FaultKind::Crash)
                     && f.start > now
                     && f.host.is_none_or(|r| r == host.replica)
                     && f.target == host.svc
@@ -203,11 +278,15 @@ async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
                 let Ok((stream, _)) = conn else { continue };
                 let _ = stream.set_nodelay(true);
                 let h = host.clone();
+                let mut crashes = host.crashes.subscribe();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| handle(h.clone(), req));
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+                    // A crash closes every connection of the host.
+                    tokio::select! {
+                        _ = conn => {}
+                        Ok(()) = crashes.changed() => {}
+                    }
                 });
             }
             _ = async { tokio::time::sleep_until(wake.expect("guarded")).await }, if wake.is_some() => {}
@@ -231,8 +310,10 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
     let body = Body { key: header(caller::KEY), fingerprint };
     let arrival = Arrival { intent, attempt, operation, edge, body, draw: host.rec.arrival() };
     let (tx, rx) = oneshot::channel();
+    // Dropped with this future, when the caller closes the connection.
+    let (_here, gone) = oneshot::channel::<()>();
     tokio::spawn(async move {
-        let reply = serve(&host, arrival).await;
+        let reply = serve(&host, arrival, gone).await;
         let _ = tx.send(reply);
     });
     match rx.await {
@@ -248,11 +329,16 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
     }
 }
 
-/// A request at its host, from arrival to its answer.
-async fn serve(host: &Host, a: Arrival) -> Reply {
+/// A request at its host, from arrival to its answer. `gone` resolves
+/// when its caller closes the connection.
+async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
     let (intent, attempt) = (a.intent, a.attempt);
     let (s, rec) = (&*host.s, &*host.rec);
     let now = rec.clock.now();
+    if host.door().down_until > now {
+        // Reached a crashed host on a connection it had not yet closed.
+        return Reply::Close;
+    }
     {
         let mut g = rec.lock();
         g.m.reached(host.svc, now);
@@ -277,25 +363,40 @@ async fn serve(host: &Host, a: Arrival) -> Reply {
         }
     }
     let spec = &s.services[host.svc];
-    match host.admit(attempt) {
+    let policy = s.edge_policy(a.edge);
+    let cancels = policy.cancel_on_timeout || policy.hedging.as_ref().is_some_and(|h| h.cancel);
+    let mut stop = Interrupts { crashes: host.crashes.subscribe(), gone: cancels.then_some(gone), epoch: 0 };
+    let (admitted, epoch) = host.admit(attempt);
+    stop.epoch = epoch;
+    match admitted {
         Admitted::Now => {}
         Admitted::Full => return Reply::Answer(spec.overload.status, spec.overload.retry_after),
-        Admitted::Wait(rx) => {
-            if rx.await != Ok(true) {
-                // Dropped expired: its caller is gone; nobody reads an answer.
+        Admitted::Wait(mut rx) => match stop.run(&mut rx).await {
+            Ok(Ok(true)) => {}
+            // Dropped expired (its caller is gone), or reset by a crash.
+            Ok(_) | Err(Stopped::Crash) => return Reply::Close,
+            Err(Stopped::Gone) => {
+                host.leave_queue(attempt, epoch, &mut rx);
                 return Reply::Close;
             }
-        }
+        },
     }
     let scope = match host.consult(&a) {
         Consulted::Execute(scope) => scope,
         Consulted::Answer(code) => {
-            host.release();
+            host.release(epoch);
             return Reply::Answer(code, None);
         }
     };
-    let outcome = host.work(&a, scope).await;
-    host.release();
+    let outcome = match host.work(&a, scope, &mut stop).await {
+        Ok(outcome) => outcome,
+        Err(Stopped::Crash) => return Reply::Close,
+        Err(Stopped::Gone) => {
+            host.release(epoch);
+            return Reply::Close;
+        }
+    };
+    host.release(epoch);
     match outcome {
         Outcome::Ok => {}
         Outcome::Status(code) => return Reply::Answer(code, None),
@@ -319,171 +420,7 @@ async fn serve(host: &Host, a: Arrival) -> Reply {
     Reply::Answer(200, None)
 }
 
-/// What the ledger says of a request.
-enum Consulted {
-    /// Do the work (holding this record, if any).
-    Execute(Option<u64>),
-    /// Answer this status at once.
-    Answer(u16),
-}
-
-/// Whether a request got a worker.
-enum Admitted {
-    Now,
-    /// The waiting room is full.
-    Full,
-    /// It waits: `true` when it gets a worker, `false` when dropped expired.
-    Wait(oneshot::Receiver<bool>),
-}
-
 impl Host {
-    /// Workers left now by the brownouts in force.
-    fn workers_now(&self, now: Nanos) -> u32 {
-        let workers = self.s.services[self.svc].workers;
-        let mut capacity = 1.0;
-        for f in &self.s.faults {
-            if let FaultKind::Brownout { capacity: c } = f.kind
-                && f.hits(self.svc, self.replica, now)
-            {
-                capacity *= c;
-            }
-        }
-        if capacity == 1.0 { workers } else { (workers as f64 * capacity) as u32 }
-    }
-
-    /// Accounts the queue and busy workers up to `now`.
-    fn touch(&self, door: &mut Door, now: Nanos) {
-        let (from, qlen, busy) = (door.last_change, door.queue.len(), door.busy);
-        door.last_change = now;
-        if from >= now || (qlen == 0 && busy == 0) {
-            return;
-        }
-        let mut g = self.rec.lock();
-        g.m.service_state(self.svc, from, now, qlen, busy);
-        if let Some(slot) = self.slot {
-            g.m.service_state(slot, from, now, qlen, busy);
-        }
-    }
-
-    fn door(&self) -> std::sync::MutexGuard<'_, Door> {
-        self.door.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A worker, a place in the waiting room, or the overload answer.
-    fn admit(&self, attempt: u64) -> Admitted {
-        let now = self.rec.clock.now();
-        let spec = &self.s.services[self.svc];
-        let mut door = self.door();
-        self.touch(&mut door, now);
-        if door.busy < self.workers_now(now) && door.queue.is_empty() {
-            door.busy += 1;
-            return Admitted::Now;
-        }
-        if spec.queue_limit.is_some_and(|l| door.queue.len() >= l as usize) {
-            return Admitted::Full;
-        }
-        let (go, rx) = oneshot::channel();
-        door.queue.push_back(Waiter { go, attempt });
-        Admitted::Wait(rx)
-    }
-
-    /// A worker is free: the next waiting requests get workers.
-    fn release(&self) {
-        let now = self.rec.clock.now();
-        let mut door = self.door();
-        self.touch(&mut door, now);
-        door.busy -= 1;
-        self.dispatch(&mut door, now);
-    }
-
-    /// Hands free workers to waiting requests in the queue's discipline;
-    /// with `drop_expired`, requests whose caller is gone leave unserved.
-    fn dispatch(&self, door: &mut Door, now: Nanos) {
-        let spec = &self.s.services[self.svc];
-        while door.busy < self.workers_now(now) {
-            let next = match spec.discipline {
-                Discipline::Lifo => door.queue.pop_back(),
-                _ => door.queue.pop_front(),
-            };
-            let Some(w) = next else { return };
-            if spec.drop_expired && self.rec.lock().abandoned(w.attempt) {
-                let _ = w.go.send(false);
-                continue;
-            }
-            if w.go.send(true).is_ok() {
-                door.busy += 1;
-            }
-        }
-    }
-
-    /// With a worker: the ledger, when the service has one and the request
-    /// a key. A record's answer is replayed; a key reused with another body
-    /// gets 422; a duplicate of a request in progress 409.
-    fn consult(&self, a: &Arrival) -> Consulted {
-        let (Some(ledger), Some(key)) = (&self.ledger, a.body.key) else {
-            return Consulted::Execute(None);
-        };
-        let caller = match self.s.edges[a.edge].caller {
-            Caller::Client(c) => c as u64,
-            Caller::Service { service, .. } => (1 << 32) | service as u64,
-        };
-        let scope = hash_words(0, &[SCOPE, caller, a.operation as u64, key]);
-        let now = self.rec.clock.now();
-        let owner = self.rec.lock().owner(a.intent);
-        let lookup = ledger.lock().unwrap_or_else(|e| e.into_inner()).lookup(now, scope, a.body.fingerprint, owner);
-        let mut g = self.rec.lock();
-        let tally = g.tally(a.intent);
-        let counts = g.m.counts(tally);
-        match lookup {
-            Lookup::Execute => Consulted::Execute(Some(scope)),
-            Lookup::Recover => {
-                counts.ledger_recoveries += 1;
-                Consulted::Execute(Some(scope))
-            }
-            Lookup::Replay(answer) => {
-                counts.ledger_replays += 1;
-                Consulted::Answer(match answer {
-                    Outcome::Status(code) => code,
-                    _ => 200,
-                })
-            }
-            Lookup::Reject => {
-                counts.ledger_rejects += 1;
-                Consulted::Answer(422)
-            }
-            // A duplicate that would wait for its original is refused by
-            // `unsupported`; as a 409 it is a conflict all the same.
-            Lookup::Conflict | Lookup::Wait => {
-                counts.ledger_conflicts += 1;
-                Consulted::Answer(409)
-            }
-        }
-    }
-
-    /// The business write of the request holding ledger record `scope`
-    /// happened: the record completes now (atomic) or `record_delay` later.
-    fn record(&self, scope: u64) {
-        let Some(ledger) = self.ledger.clone() else { return };
-        let spec = *ledger.lock().unwrap_or_else(|e| e.into_inner()).spec();
-        if spec.atomic {
-            ledger.lock().unwrap_or_else(|e| e.into_inner()).complete(scope, Outcome::Ok);
-            return;
-        }
-        let rec = self.rec.clone();
-        tokio::spawn(async move {
-            rec.sleep(spec.record_delay).await;
-            ledger.lock().unwrap_or_else(|e| e.into_inner()).complete(scope, Outcome::Ok);
-        });
-    }
-
-    /// The request holding record `scope` ends without its business write:
-    /// the placeholder goes.
-    fn forget(&self, scope: Option<u64>) {
-        if let (Some(ledger), Some(scope)) = (&self.ledger, scope) {
-            ledger.lock().unwrap_or_else(|e| e.into_inner()).abandon(scope);
-        }
-    }
-
     /// The idempotency key a downstream call sends.
     fn downstream_key(&self, mode: KeyMode, a: &Arrival, edge: usize) -> Option<u64> {
         match mode {
@@ -495,14 +432,18 @@ impl Host {
 
     /// The request's own work, then its plan: calls before the commit, the
     /// commit, calls after it. Returns the answer's outcome.
-    async fn work(&self, a: &Arrival, scope: Option<u64>) -> Outcome {
+    /// The request's own work, then its plan: calls before the commit, the
+    /// commit, calls after it. Returns the answer's outcome, or why it
+    /// stopped first (a cancelled request's placeholder is gone and its
+    /// work counted; a crash's is left as the crash left it).
+    async fn work(&self, a: &Arrival, scope: Option<u64>, stop: &mut Interrupts) -> Result<Outcome, Stopped> {
         let (intent, attempt, operation) = (a.intent, a.attempt, a.operation);
         let (s, rec) = (&*self.s, &*self.rec);
         let spec = &s.services[self.svc];
         let start = rec.clock.now();
         let mut demand = spec.service_time.sample(&self.rng, &[SERVICE, a.draw]);
         if spec.per_inflight > 0 {
-            let others = self.door().busy.saturating_sub(1) as u64;
+            let others = self.door().busy().saturating_sub(1) as u64;
             demand = demand.saturating_add(spec.per_inflight.saturating_mul(others));
         }
         let mut factor = 1.0;
@@ -516,7 +457,23 @@ impl Host {
         if factor != 1.0 {
             demand = (demand as f64 * factor) as Nanos;
         }
-        rec.sleep(demand).await;
+        match stop.run(rec.sleep(demand)).await {
+            Ok(()) => {}
+            // Its unfinished work does not count.
+            Err(Stopped::Crash) => return Err(Stopped::Crash),
+            Err(Stopped::Gone) => {
+                // Stopped in its own work: what it did is wasted, the rest is saved.
+                let now = rec.clock.now();
+                let done = now.saturating_sub(start).min(demand);
+                let mut g = rec.lock();
+                let tally = g.tally(intent);
+                let (done, left) = (crate::engine::nanos_f64(done), crate::engine::nanos_f64(demand - done));
+                g.m.work_cancelled(tally, self.svc, self.slot, done, left, now);
+                drop(g);
+                self.forget(scope);
+                return Err(Stopped::Gone);
+            }
+        }
         let worked = rec.clock.now().saturating_sub(start);
         {
             let mut g = rec.lock();
@@ -524,22 +481,33 @@ impl Host {
             g.m.work_done(tally, self.svc, self.slot, crate::engine::nanos_f64(worked), abandoned, start + worked);
         }
         let net = self.net.get().expect("connected before the first arrival").clone();
-        let calls = &spec.calls;
-        let body = |call: &crate::config::CallSpec| Body {
-            key: self.downstream_key(call.key, a, call.edge),
-            fingerprint: hash_words(a.body.fingerprint, &[call.edge as u64]),
+        // A downstream call goes on when the request that made it stops.
+        let call = |call: &crate::config::CallSpec| {
+            let body = Body {
+                key: self.downstream_key(call.key, a, call.edge),
+                fingerprint: hash_words(a.body.fingerprint, &[call.edge as u64]),
+            };
+            let (net, edge, op) = (net.clone(), call.edge, call.operation.unwrap_or(operation));
+            tokio::spawn(async move { net.downstream(edge, intent, op, body).await })
         };
-        for call in calls.iter().filter(|c| c.when == crate::config::When::BeforeCommit) {
-            let op = call.operation.unwrap_or(operation);
-            let outcome = net.downstream(call.edge, intent, op, body(call)).await;
+        for c in spec.calls.iter().filter(|c| c.when == crate::config::When::BeforeCommit) {
+            let outcome = match stop.run(call(c)).await {
+                Ok(done) => done.unwrap_or(Outcome::Reset),
+                Err(why) => {
+                    if why == Stopped::Gone {
+                        self.forget(scope);
+                    }
+                    return Err(why);
+                }
+            };
             if outcome != Outcome::Ok {
                 self.forget(scope);
                 // No commit; the failure travels up as the model maps it.
-                return match outcome {
+                return Ok(match outcome {
                     Outcome::Timeout => Outcome::Status(504),
                     Outcome::Status(503) | Outcome::Status(429) => Outcome::Status(503),
                     _ => Outcome::Status(502),
-                };
+                });
             }
         }
         if let Some(kind) = spec.commits
@@ -550,13 +518,13 @@ impl Host {
         if let Some(scope) = scope {
             self.record(scope);
         }
-        for call in calls.iter().filter(|c| c.when == crate::config::When::AfterCommit) {
-            let op = call.operation.unwrap_or(operation);
-            if net.downstream(call.edge, intent, op, body(call)).await != Outcome::Ok {
+        for c in spec.calls.iter().filter(|c| c.when == crate::config::When::AfterCommit) {
+            // Stopped, it no longer learns whether the call failed: no lost effect.
+            if stop.run(call(c)).await?.unwrap_or(Outcome::Reset) != Outcome::Ok {
                 rec.lock().lose(intent);
             }
         }
-        Outcome::Ok
+        Ok(Outcome::Ok)
     }
 }
 
@@ -568,10 +536,19 @@ async fn capacity_back(host: Arc<Host>, fault: usize) {
         return;
     }
     host.rec.sleep_until(end).await;
-    let now = host.rec.clock.now();
-    let mut door = host.door();
-    host.touch(&mut door, now);
-    host.dispatch(&mut door, now);
+    host.capacity_back();
+}
+
+/// At the start of crash `fault` the host crashes: the requests in it are
+/// reset (their connections closed), its workers freed, its queue
+/// emptied, a memory ledger emptied and pending record writes lost; its
+/// listener stays closed until the fault's end ([`accept`]).
+async fn crash(host: Arc<Host>, fault: usize) {
+    let f = &host.s.faults[fault];
+    host.rec.sleep_until(f.start).await;
+    let epoch = host.crash_door(f.end);
+    host.crash_ledger();
+    host.crashes.send_replace(epoch);
 }
 
 /// The scenario's services as [`caller`] addresses them.

@@ -3,7 +3,6 @@
 //! with a silent difference.
 
 use crate::config::{Balancer, Discipline, FaultKind, Scenario, When};
-use crate::policy::Policy;
 
 /// The settings of `s` the emulator does not carry out, each as
 /// `"<field>: <why>"` naming the field as the file writes it; empty when
@@ -11,9 +10,6 @@ use crate::policy::Policy;
 pub fn unsupported(s: &Scenario) -> Vec<String> {
     let mut out = Vec::new();
     let mut no = |field: String, why: &str| out.push(format!("{field}: {why}"));
-    for c in &s.clients {
-        policy(&format!("clients.{}.policy", c.name), &c.policy, &mut no);
-    }
     for sv in &s.services {
         let at = |k: &str| format!("services.{}.{k}", sv.name);
         if sv.ledger.is_some_and(|l| l.wait) {
@@ -61,13 +57,10 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
             if call.propagate_deadline {
                 no(field("propagate_deadline"), "the emulated calls do not carry deadlines downstream yet");
             }
-            policy(&field("policy"), &call.policy, &mut no);
         }
     }
     for f in &s.faults {
         let why = match f.kind {
-            FaultKind::Crash => Some("the emulated hosts do not crash and restart yet"),
-            FaultKind::Partition { .. } => Some("the emulated network has no partitions yet"),
             FaultKind::CacheFlush => Some("the emulated services have no caches"),
             _ => None,
         };
@@ -76,19 +69,6 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
         }
     }
     out
-}
-
-/// The policy settings the emulator does not carry out.
-fn policy(at: &str, p: &Policy, no: &mut impl FnMut(String, &str)) {
-    if p.cancel_on_timeout {
-        no(format!("{at}.cancel_on_timeout"), "the emulated servers do not stop work a caller cancels");
-    }
-    if p.hedging.as_ref().is_some_and(|h| h.cancel) {
-        no(format!("{at}.hedging.cancel"), "the emulated servers do not stop work a caller cancels");
-    }
-    if p.throttle.is_some() {
-        no(format!("{at}.throttle"), "the emulated callers do not count throttled attempts yet");
-    }
 }
 
 #[cfg(test)]

@@ -110,6 +110,14 @@ impl RunCollector {
         }
     }
 
+    /// Work of a request with tally `t` was cancelled at `now` after `done`
+    /// of it (wasted, as [`RunCollector::work_done`] counts abandoned work)
+    /// with `left` of it never done (saved by the cancellation).
+    pub fn work_cancelled(&mut self, t: Tally, svc: usize, host: Option<usize>, done: f64, left: f64, now: Nanos) {
+        self.work_done(t, svc, host, done, true, now);
+        self.class(t).cancelled_ns += left;
+    }
+
     /// An intent with tally `t` (its client class's `owner` number) ended
     /// at `now`, `latency` after it arrived, `ok` or failed with `failure`;
     /// `deadline` is its client's ([`crate::engine::NEVER`] = none).

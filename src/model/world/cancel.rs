@@ -38,16 +38,9 @@ impl World<'_> {
                 // Stopped in its own work: what it did is wasted, the rest is saved.
                 let left = done_at - now;
                 let done = demand.saturating_sub(left);
-                let slot = self.hosts[h].slot;
+                let slot = self.hosts[h].slot.map(|k| k as usize);
                 let tally = self.tally(intent);
-                let class = self.m.class(tally);
-                class.work_ns += done as f64;
-                class.wasted_ns += done as f64;
-                class.cancelled_ns += left as f64;
-                for k in std::iter::once(svc).chain(slot.map(|k| k as usize)) {
-                    self.m.counts(tally).work(k, done as f64, true);
-                    self.m.series.at(now).wasted[k] += 1;
-                }
+                self.m.work_cancelled(tally, svc, slot, done as f64, left as f64, now);
             } else if phase == Phase::Holding {
                 // A duplicate waiting in the ledger for the original.
                 let l = self.hosts[h].ledger as usize;

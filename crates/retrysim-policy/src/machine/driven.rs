@@ -99,6 +99,8 @@ pub struct Call<R: Random> {
     /// The attempt out, for a call without hedging.
     current: Option<u32>,
     over: bool,
+    /// Attempts the client-side throttle held back or refused.
+    throttled: u32,
     out: Vec<Action<()>>,
 }
 
@@ -115,7 +117,7 @@ impl<R: Random> Call<R> {
         let hedged = shared.policy().hedging.is_some();
         let st = CallState::new(0, 0, true, false);
         let machine = Machine::new(st, hedged);
-        Self { shared, draws: Draws::new(rng), machine, timer: None, current: None, over: false, out: Vec::new() }
+        Self { shared, draws: Draws::new(rng), machine, timer: None, current: None, over: false, throttled: 0, out: Vec::new() }
     }
 
     /// Declares the operation: idempotent or not, and whether an
@@ -129,6 +131,12 @@ impl<R: Random> Call<R> {
     /// Attempts (copies) sent so far.
     pub fn attempts(&self) -> u32 {
         self.machine.st.attempts
+    }
+
+    /// How many times the client-side throttle held an attempt (or a
+    /// hedged copy) back or refused it, so far.
+    pub fn throttled(&self) -> u32 {
+        self.throttled
     }
 
     /// Whether the call is over (every further input is ignored).
@@ -215,10 +223,12 @@ impl<R: Random> Call<R> {
                 }
             }
             Admission::Hold { wait } => {
+                self.throttled += 1;
                 self.timer = Some(Timer::NextAttempt);
                 steps.push(CallAction::WakeAt(now + Duration::from_nanos(wait)));
             }
             Admission::Refused { .. } => {
+                self.throttled += 1;
                 self.over = true;
                 steps.push(CallAction::Finish(Err(DenyReason::Throttled)));
             }
@@ -267,7 +277,11 @@ impl<R: Random> Call<R> {
                     Fate::GivenUp { .. } => steps.push(CallAction::Abandon { copy: e.copy, cancel: cancel_on_timeout }),
                     _ => {}
                 },
-                Action::HedgeRefused(_) => {}
+                Action::HedgeRefused(reason) => {
+                    if reason == DenyReason::Throttled {
+                        self.throttled += 1;
+                    }
+                }
                 Action::Finish { end, .. } => {
                     let done = self.finish(end);
                     steps.push(done);
@@ -331,5 +345,35 @@ mod tests {
             "copy 1 wins: copy 0 is cancelled, no copy 2 goes"
         );
         assert!(call.handle(CallInput::Timer, t0 + ms(100)).is_empty(), "the call is over");
+    }
+
+    #[test]
+    fn every_attempt_the_throttle_refuses_is_counted() {
+        let text = "max_attempts = 1\nper_try_timeout = \"1s\"\nretry_on = [\"503\"]\n\
+                    [throttle]\nkind = \"sre\"\nk = 2.0\nwindow = \"2m\"\n";
+        let policy = Policy::from_toml(text, "throttle.toml").unwrap();
+        let t0 = Instant::now();
+        let client = Shared::with_origin(policy, t0);
+        let (mut refused, mut sent) = (0, 0);
+        for i in 0..200u64 {
+            let now = t0 + ms(i);
+            let mut call = Call::new(client.clone(), SplitMix::new(i));
+            match call.handle(CallInput::Start, now).as_slice() {
+                [CallAction::Send { copy: 0, .. }] => {
+                    sent += 1;
+                    assert_eq!(call.throttled(), 0);
+                    let failed = CallInput::Answer { copy: 0, outcome: Outcome::Status(503), retry_after: None };
+                    assert_eq!(call.handle(failed, now), [CallAction::Finish(Err(DenyReason::Attempts))]);
+                }
+                [CallAction::Finish(Err(DenyReason::Throttled))] => {
+                    refused += 1;
+                    assert_eq!(call.throttled(), 1, "a refusal is one throttled attempt");
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        // Nothing is ever accepted: the SRE throttle refuses with
+        // probability (requests - 2 accepts) / (requests + 1), close to 1.
+        assert!(refused > 150 && sent >= 1, "refused {refused}, sent {sent}");
     }
 }

@@ -1,0 +1,103 @@
+//! A host's idempotency ledger as its requests use it: consulted when a
+//! request gets a worker, recorded after its business write (at once, or
+//! later and lost to a crash in between), forgotten when the request ends
+//! without writing, and emptied by a crash when it is kept in memory.
+
+use super::{Arrival, Host, SCOPE};
+use crate::config::Caller;
+use crate::engine::random::hash_words;
+use crate::model::ledger::Lookup;
+use crate::policy::Outcome;
+
+/// What the ledger says of a request.
+pub(super) enum Consulted {
+    /// Do the work (holding this record, if any).
+    Execute(Option<u64>),
+    /// Answer this status at once.
+    Answer(u16),
+}
+
+impl Host {
+    /// With a worker: the ledger, when the service has one and the request
+    /// a key. A record's answer is replayed; a key reused with another body
+    /// gets 422; a duplicate of a request in progress 409.
+    pub(super) fn consult(&self, a: &Arrival) -> Consulted {
+        let (Some(ledger), Some(key)) = (&self.ledger, a.body.key) else {
+            return Consulted::Execute(None);
+        };
+        let caller = match self.s.edges[a.edge].caller {
+            Caller::Client(c) => c as u64,
+            Caller::Service { service, .. } => (1 << 32) | service as u64,
+        };
+        let scope = hash_words(0, &[SCOPE, caller, a.operation as u64, key]);
+        let now = self.rec.clock.now();
+        let owner = self.rec.lock().owner(a.intent);
+        let lookup = ledger.lock().unwrap_or_else(|e| e.into_inner()).lookup(now, scope, a.body.fingerprint, owner);
+        let mut g = self.rec.lock();
+        let tally = g.tally(a.intent);
+        let counts = g.m.counts(tally);
+        match lookup {
+            Lookup::Execute => Consulted::Execute(Some(scope)),
+            Lookup::Recover => {
+                counts.ledger_recoveries += 1;
+                Consulted::Execute(Some(scope))
+            }
+            Lookup::Replay(answer) => {
+                counts.ledger_replays += 1;
+                Consulted::Answer(match answer {
+                    Outcome::Status(code) => code,
+                    _ => 200,
+                })
+            }
+            Lookup::Reject => {
+                counts.ledger_rejects += 1;
+                Consulted::Answer(422)
+            }
+            // A duplicate that would wait for its original is refused by
+            // `unsupported`; as a 409 it is a conflict all the same.
+            Lookup::Conflict | Lookup::Wait => {
+                counts.ledger_conflicts += 1;
+                Consulted::Answer(409)
+            }
+        }
+    }
+
+    /// The business write of the request holding ledger record `scope`
+    /// happened: the record completes now (atomic) or `record_delay` later,
+    /// unless the host crashes before (the pending write is lost).
+    pub(super) fn record(&self, scope: u64) {
+        let Some(ledger) = self.ledger.clone() else { return };
+        let spec = *ledger.lock().unwrap_or_else(|e| e.into_inner()).spec();
+        if spec.atomic {
+            ledger.lock().unwrap_or_else(|e| e.into_inner()).complete(scope, Outcome::Ok);
+            return;
+        }
+        let rec = self.rec.clone();
+        let mut crashes = self.crashes.subscribe();
+        tokio::spawn(async move {
+            tokio::select! {
+                biased;
+                Ok(()) = crashes.changed() => {}
+                _ = rec.sleep(spec.record_delay) => {
+                    ledger.lock().unwrap_or_else(|e| e.into_inner()).complete(scope, Outcome::Ok);
+                }
+            }
+        });
+    }
+
+    /// The host crashed: a memory ledger forgets everything (a durable
+    /// one keeps its records, placeholders included).
+    pub(super) fn crash_ledger(&self) {
+        if let Some(ledger) = &self.ledger {
+            ledger.lock().unwrap_or_else(|e| e.into_inner()).crash();
+        }
+    }
+
+    /// The request holding record `scope` ends without its business write:
+    /// the placeholder goes.
+    pub(super) fn forget(&self, scope: Option<u64>) {
+        if let (Some(ledger), Some(scope)) = (&self.ledger, scope) {
+            ledger.lock().unwrap_or_else(|e| e.into_inner()).abandon(scope);
+        }
+    }
+}
