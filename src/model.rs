@@ -5,6 +5,7 @@
 pub mod dist;
 pub mod ledger;
 pub mod slab;
+pub mod token_bucket;
 pub mod unloaded;
 pub mod world;
 

@@ -142,13 +142,20 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
     let json = serde_json::to_string_pretty(&tree)? + "\n";
 
     let comparison = if args.compare {
-        let sim = crate::analysis::run_all(&exp.variants, None, 0)?;
+        // The model's run-to-run spread is known even when reality ran once.
+        let mut simulated = exp.variants.clone();
+        for v in &mut simulated {
+            v.replications = v.replications.max(compare::MIN_SIMULATED);
+        }
+        let sim = crate::analysis::run_all(&simulated, None, 0)?;
         let variants = compare::compare(&sim, &set, generator);
         let replications = set.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);
+        let simulated_replications = sim.variants.iter().map(|v| v.runs.len()).max().unwrap_or(0);
         let doc = CompareJson {
             schema: "retrysim.emulate_compare/1",
             experiment: file.clone(),
             replications,
+            simulated_replications,
             time_scale: args.time_scale,
             generator,
             variants,
@@ -170,7 +177,7 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
         Format::Csv => print!("{}", output::table::render_csv(&summaries)?),
         Format::Table | Format::Markdown => {
             if let Some(doc) = &comparison {
-                println!("{}", compare::render_text(&doc.variants, generator));
+                println!("{}", compare::render_text(doc));
             }
             println!(
                 "Emulated for real on 127.0.0.1 (HTTP/1.1 servers and clients, retries through retrysim-policy), time scale {}:",

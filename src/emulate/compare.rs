@@ -1,8 +1,11 @@
 //! `emulate --compare`: the simulated and the emulated runs of each
 //! variant side by side, metric by metric, with a verdict.
 //!
-//! A metric **agrees** when the two 95% intervals overlap (with two or
-//! more replications) or the difference of the means is within the
+//! The model is simulated with at least [`MIN_SIMULATED`] replications, so
+//! its run-to-run spread is known even when reality ran once. A metric
+//! **agrees** when the difference of the means is within what that spread
+//! explains at 95% (a two-sample Student t bound: the simulated runs'
+//! standard deviation stands for a single emulated run's) or within the
 //! metric's stated tolerance ([`tolerance`]); otherwise it **differs**.
 //! Runs whose load generator fell behind its schedule are not compared
 //! (`generator_overloaded`): they offered less load than the experiment says.
@@ -11,6 +14,9 @@ use crate::analysis::replicate::RunSet;
 use crate::analysis::summarize;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// The fewest simulated replications per variant `--compare` runs.
+pub const MIN_SIMULATED: u32 = 10;
 
 /// The metrics compared, in the order shown.
 pub const COMPARED: [&str; 11] = [
@@ -63,6 +69,9 @@ pub struct Compared {
     pub emulated: Side,
     /// The difference of the means within which they agree.
     pub tolerance: Option<f64>,
+    /// The difference of the means that run-to-run variation explains at
+    /// 95% (none with fewer than two simulated runs).
+    pub spread: Option<f64>,
     /// `agree`, `differ`, `no_value` (either has none) or
     /// `generator_overloaded` (not compared).
     pub verdict: &'static str,
@@ -88,7 +97,10 @@ pub struct Generator {
 pub struct CompareJson {
     pub schema: &'static str,
     pub experiment: String,
+    /// Emulated replications per variant.
     pub replications: usize,
+    /// Simulated replications per variant.
+    pub simulated_replications: usize,
     pub time_scale: f64,
     pub generator: Generator,
     pub variants: Vec<VariantCompare>,
@@ -138,24 +150,48 @@ pub fn compare(simulated: &RunSet, emulated: &RunSet, generator: Generator) -> V
         .collect()
 }
 
+/// The difference of the two means that run-to-run variation explains at
+/// 95%: Student t times the standard error of the difference, the
+/// emulated runs' spread taken as the simulated runs' when reality ran
+/// once (Welch's degrees of freedom when both ran twice or more).
+fn spread(sim: &crate::analysis::Summary, emu: &crate::analysis::Summary) -> Option<f64> {
+    let (n, _, s1) = crate::analysis::stats::mean_sd(&sim.values);
+    let (m, _, s2) = crate::analysis::stats::mean_sd(&emu.values);
+    if n < 2 || m == 0 {
+        return None;
+    }
+    let (n, mf) = (n as f64, m as f64);
+    let v1 = s1 * s1 / n;
+    let (v2, df) = if m >= 2 {
+        let v2 = s2 * s2 / mf;
+        let df = (v1 + v2).powi(2) / (v1 * v1 / (n - 1.0) + v2 * v2 / (mf - 1.0));
+        (v2, if df.is_finite() { df } else { n - 1.0 })
+    } else {
+        (s1 * s1 / mf, n - 1.0)
+    };
+    Some(crate::analysis::stats::t_quantile(0.95, df) * (v1 + v2).sqrt())
+}
+
 /// The verdict on one metric.
 fn judge(metric: &str, sim: &crate::analysis::Summary, emu: &crate::analysis::Summary, overloaded: bool) -> Compared {
     let side = |s: &crate::analysis::Summary| Side { mean: s.mean, ci95: s.ci95 };
     let (abs, rel) = tolerance(metric);
     let tolerance = sim.mean.map(|m| abs.max(rel * m.abs()));
+    let spread = spread(sim, emu);
     let verdict = match (sim.mean, emu.mean, tolerance) {
         _ if overloaded => "generator_overloaded",
         (Some(a), Some(b), Some(t)) => {
-            let overlap = matches!((sim.ci95, emu.ci95), (Some((l1, h1)), Some((l2, h2))) if l1 <= h2 && l2 <= h1);
-            if overlap || (a - b).abs() <= t + 1e-12 { "agree" } else { "differ" }
+            let d = (a - b).abs();
+            if d <= t + 1e-12 || spread.is_some_and(|w| d <= w + 1e-12) { "agree" } else { "differ" }
         }
         _ => "no_value",
     };
-    Compared { simulated: side(sim), emulated: side(emu), tolerance, verdict }
+    Compared { simulated: side(sim), emulated: side(emu), tolerance, spread, verdict }
 }
 
 /// The comparison as text, the answer first.
-pub fn render_text(variants: &[VariantCompare], generator: Generator) -> String {
+pub fn render_text(doc: &CompareJson) -> String {
+    let (variants, generator) = (&doc.variants, doc.generator);
     let mut out = String::new();
     let all: Vec<(&str, &str, &Compared)> =
         variants.iter().flat_map(|v| v.metrics.iter().map(move |(m, c)| (v.name.as_str(), m.as_str(), c))).collect();
@@ -183,7 +219,11 @@ pub fn render_text(variants: &[VariantCompare], generator: Generator) -> String 
             );
         }
     }
-    for v in variants {
+    out += &format!(
+        "(simulated: {} runs per variant; emulated: {}; a metric agrees within its tolerance or the spread between runs)\n",
+        doc.simulated_replications, doc.replications
+    );
+    for v in variants.iter() {
         out += &format!("\n{}\n  {:<22} {:>24} {:>24}  verdict\n", v.name, "metric", "simulated", "emulated");
         for metric in COMPARED {
             let Some(c) = v.metrics.get(metric) else { continue };
@@ -215,12 +255,33 @@ mod tests {
         Summary { mean: Some(mean), ci95: ci, values: vec![] }
     }
 
+    fn runs(values: &[f64]) -> Summary {
+        crate::analysis::summarize(values.iter().map(|&v| Some(v)).collect())
+    }
+
+    #[test]
+    fn one_real_run_is_judged_against_the_models_run_to_run_spread() {
+        // Ten simulated runs with mean 1.9 and sd 0.0745 (n - 1 = 9 df):
+        // one emulated run may lie t(9) * sd * sqrt(1 + 1/10) = 0.177 away.
+        let sim = runs(&[1.80, 1.85, 1.90, 1.95, 2.00, 1.80, 1.85, 1.90, 1.95, 2.00]);
+        let (_, mean, sd) = crate::analysis::stats::mean_sd(&sim.values);
+        let w = crate::analysis::stats::t_quantile(0.95, 9.0) * sd * (1.0f64 + 0.1).sqrt();
+        assert!((w - 0.177).abs() < 0.001, "{w}");
+        let near = runs(&[mean - w + 0.001]);
+        let c = judge("attempts_per_intent", &sim, &near, false);
+        assert_eq!(c.verdict, "agree", "{c:?}");
+        assert!((c.spread.unwrap() - w).abs() < 1e-12);
+        assert_eq!(judge("attempts_per_intent", &sim, &runs(&[mean - w - 0.001]), false).verdict, "differ");
+        // No spread (every simulated run equal): only the tolerance is left.
+        let exact = runs(&[27.0; 10]);
+        assert_eq!(judge("amplification", &exact, &runs(&[27.0]), false).verdict, "agree");
+        assert_eq!(judge("amplification", &exact, &runs(&[28.0]), false).verdict, "differ");
+    }
+
     #[test]
     fn overlapping_intervals_or_a_difference_within_tolerance_agree() {
         assert_eq!(judge("attempts_per_intent", &s(1.0, None), &s(1.029, None), false).verdict, "agree");
         assert_eq!(judge("attempts_per_intent", &s(1.0, None), &s(1.031, None), false).verdict, "differ");
-        let wide = Some((0.9, 1.2));
-        assert_eq!(judge("attempts_per_intent", &s(1.0, wide), &s(1.1, Some((1.05, 1.15))), false).verdict, "agree");
         assert_eq!(judge("latency_p50_s", &s(0.010, None), &s(0.0119, None), false).verdict, "agree");
         assert_eq!(judge("latency_p50_s", &s(0.010, None), &s(0.0121, None), false).verdict, "differ");
         assert_eq!(judge("success_rate", &s(0.99, None), &s(0.5, None), true).verdict, "generator_overloaded");

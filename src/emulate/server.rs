@@ -25,9 +25,10 @@ use crate::config::{Caller, FaultKind, KeyMode, Scenario};
 use crate::engine::random::hash_words;
 use crate::engine::{KeyedRandom, Nanos};
 use crate::model::ledger::Ledger;
+use crate::model::token_bucket::TokenBucket;
 use crate::policy::Outcome;
 use bytes::Bytes;
-use door::{Admitted, Door};
+use door::{Admitted, Door, Go};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -214,7 +215,7 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
                 svc,
                 replica,
                 slot,
-                door: Mutex::new(Door::new()),
+                door: Mutex::new(Door::new(spec.rate_limit.map(|r| TokenBucket::new(&r)))),
                 s: s.clone(),
                 rec: rec.clone(),
                 rng,
@@ -240,18 +241,25 @@ async fn bind(addr: Option<SocketAddr>) -> std::io::Result<tokio::net::TcpListen
     socket.listen(1024)
 }
 
-/// Accepts connections, and closes the listener while an outage of this host lasts.
+/// Accepts connections, and closes the listener while an outage of this
+/// host lasts or it is down after a crash.
 async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
     let addr = listener.local_addr().expect("bound");
     let clock = host.rec.clock.clone();
+    let mut crashes = host.crashes.subscribe();
     loop {
         let now = clock.now();
-        let down = host.s.faults.iter().find(|f| {
-            matches!(f.kind, FaultKind::Outage | FaultKind::HostDown | FaultKind::Crash)
-                && f.hits(host.svc, host.replica, now)
-        });
-        if let Some(f) = down {
-            let end = f.end;
+        let down = host
+            .s
+            .faults
+            .iter()
+            .filter(|f| {
+                matches!(f.kind, FaultKind::Outage | FaultKind::HostDown) && f.hits(host.svc, host.replica, now)
+            })
+            .map(|f| f.end)
+            .chain(Some(host.door().down_until).filter(|&t| t > now))
+            .max();
+        if let Some(end) = down {
             drop(listener);
             tokio::time::sleep_until(clock.real_at(end)).await;
             listener = match bind(Some(addr)).await {
@@ -265,7 +273,7 @@ async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
             .faults
             .iter()
             .filter(|f| {
-                matches!(f.kind, FaultKind::Outage | FaultKind::HostDown | FaultKind::Crash)
+                matches!(f.kind, FaultKind::Outage | FaultKind::HostDown)
                     && f.start > now
                     && f.host.is_none_or(|r| r == host.replica)
                     && f.target == host.svc
@@ -290,6 +298,8 @@ async fn accept(host: Arc<Host>, mut listener: tokio::net::TcpListener) {
                 });
             }
             _ = async { tokio::time::sleep_until(wake.expect("guarded")).await }, if wake.is_some() => {}
+            // A crash: the listener closes until the host is back.
+            Ok(()) = crashes.changed() => {}
         }
     }
 }
@@ -366,13 +376,23 @@ async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
     let policy = s.edge_policy(a.edge);
     let cancels = policy.cancel_on_timeout || policy.hedging.as_ref().is_some_and(|h| h.cancel);
     let mut stop = Interrupts { crashes: host.crashes.subscribe(), gone: cancels.then_some(gone), epoch: 0 };
-    let (admitted, epoch) = host.admit(attempt);
+    let (admitted, epoch, oom) = host.admit(attempt);
     stop.epoch = epoch;
+    if let Some(until) = oom {
+        // Out of memory: the host crashes as a `crash` fault makes it (this request with it).
+        rec.lock().m.counts_at(now).memory_crashes[host.svc] += 1;
+        host.crash(until);
+    }
     match admitted {
         Admitted::Now => {}
         Admitted::Full => return Reply::Answer(spec.overload.status, spec.overload.retry_after),
+        Admitted::Limited => {
+            let limit = spec.rate_limit.expect("a rate limit refused it");
+            return Reply::Answer(limit.status, limit.retry_after);
+        }
         Admitted::Wait(mut rx) => match stop.run(&mut rx).await {
-            Ok(Ok(true)) => {}
+            Ok(Ok(Go::Worker)) => {}
+            Ok(Ok(Go::Shed)) => return Reply::Answer(spec.overload.status, spec.overload.retry_after),
             // Dropped expired (its caller is gone), or reset by a crash.
             Ok(_) | Err(Stopped::Crash) => return Reply::Close,
             Err(Stopped::Gone) => {
@@ -546,9 +566,16 @@ async fn capacity_back(host: Arc<Host>, fault: usize) {
 async fn crash(host: Arc<Host>, fault: usize) {
     let f = &host.s.faults[fault];
     host.rec.sleep_until(f.start).await;
-    let epoch = host.crash_door(f.end);
-    host.crash_ledger();
-    host.crashes.send_replace(epoch);
+    host.crash(f.end);
+}
+
+impl Host {
+    /// The host crashes now and is down until `until`.
+    fn crash(&self, until: Nanos) {
+        let epoch = self.crash_door(until);
+        self.crash_ledger();
+        self.crashes.send_replace(epoch);
+    }
 }
 
 /// The scenario's services as [`caller`] addresses them.

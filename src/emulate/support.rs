@@ -2,7 +2,7 @@
 //! the model it does not carry out is named, with why, rather than run
 //! with a silent difference.
 
-use crate::config::{Balancer, Discipline, FaultKind, Scenario, When};
+use crate::config::{Balancer, FaultKind, Scenario, When};
 
 /// The settings of `s` the emulator does not carry out, each as
 /// `"<field>: <why>"` naming the field as the file writes it; empty when
@@ -18,17 +18,8 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
                 "the emulated ledger answers a duplicate in progress 409; it does not hold it until the original ends",
             );
         }
-        if sv.rate_limit.is_some() {
-            no(at("rate_limit"), "the emulated servers have no rate limiter yet");
-        }
-        if matches!(sv.discipline, Discipline::Codel { .. }) {
-            no(at("discipline"), "the emulated queue serves fifo and lifo only");
-        }
         if sv.occ_rows.is_some() {
             no(at("occ_rows"), "the emulated servers have no optimistic concurrency");
-        }
-        if sv.memory.is_some() {
-            no(at("memory_limit"), "the emulated hosts do not crash on memory");
         }
         let h = &sv.hosts;
         if h.concurrency_limit.is_some() {

@@ -14,6 +14,7 @@ use crate::config::{Caller, FaultKind, KeyMode, Scenario, When};
 use crate::engine::random::hash_words;
 use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64};
 use crate::metrics::{RunCollector, RunResult, Tally, TraceDecision, TraceRecord};
+use crate::model::token_bucket::TokenBucket;
 use crate::policy::Policy;
 use crate::policy::breaker::Breaker;
 use crate::policy::budget::Budget;
@@ -238,9 +239,8 @@ struct HostState {
     queue: VecDeque<(Id, Nanos)>,
     /// When the queue was last empty (CoDel).
     last_empty: Nanos,
-    /// Rate limiter tokens and their last refill.
-    tokens: f64,
-    last_refill: Nanos,
+    /// Its rate limiter.
+    bucket: TokenBucket,
     last_change: Nanos,
     /// Its ledger among its service's.
     ledger: u32,

@@ -51,10 +51,10 @@ fn base(rate: &str) -> String {
 #[test]
 fn settings_the_emulator_does_not_run_are_named_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let toml = base("10/s") + "rate_limit = { rate = \"200/s\", burst = 20, status = 429 }\n";
+    let toml = base("10/s") + "occ = { rows = 1 }\n";
     let (code, err) = emulate(dir.path(), &toml, &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("exp.toml") && err.contains("services.api.rate_limit"), "{err}");
+    assert!(err.contains("exp.toml") && err.contains("services.api.occ_rows"), "{err}");
     assert!(!dir.path().join("out").exists(), "nothing written");
 }
 

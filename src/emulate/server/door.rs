@@ -1,12 +1,15 @@
-//! A host's workers and waiting room: who gets a worker, who waits (FIFO
-//! or LIFO), who gets the overload answer, who leaves the queue (dropped
-//! expired, cancelled), and what a crash resets. Every change is under
-//! the host's one lock, and each change first accounts the queue length
-//! and busy workers up to now.
+//! A host's door, workers and waiting room: the rate limiter, who gets a
+//! worker, who waits (FIFO, LIFO or CoDel's adaptive LIFO), who gets the
+//! overload answer, who leaves the queue (dropped expired, shed by CoDel,
+//! cancelled), and what a crash resets. Every change is under the host's
+//! one lock, and each change first accounts the queue length and busy
+//! workers up to now. The rules are the model's (docs/model.md, "Arrival
+//! at the service").
 
 use super::Host;
 use crate::config::{Discipline, FaultKind};
 use crate::engine::Nanos;
+use crate::model::token_bucket::TokenBucket;
 use std::collections::VecDeque;
 use tokio::sync::oneshot;
 
@@ -20,16 +23,33 @@ pub(super) struct Door {
     pub epoch: u64,
     /// Until when the host is down after a crash (its listener closed).
     pub down_until: Nanos,
+    /// When the queue was last empty (CoDel).
+    last_empty: Nanos,
+    /// The rate limiter, when the service has one.
+    bucket: Option<TokenBucket>,
 }
 
 struct Waiter {
-    go: oneshot::Sender<bool>,
+    go: oneshot::Sender<Go>,
     attempt: u64,
+    /// When it joined the queue.
+    at: Nanos,
+}
+
+/// How a wait in the queue ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Go {
+    /// It has a worker.
+    Worker,
+    /// Dropped unserved: its caller had stopped waiting (`drop_expired`).
+    Dropped,
+    /// Shed by CoDel: it gets the overload answer.
+    Shed,
 }
 
 impl Door {
-    pub fn new() -> Door {
-        Door { busy: 0, queue: VecDeque::new(), last_change: 0, epoch: 0, down_until: 0 }
+    pub fn new(bucket: Option<TokenBucket>) -> Door {
+        Door { busy: 0, queue: VecDeque::new(), last_change: 0, epoch: 0, down_until: 0, last_empty: 0, bucket }
     }
 
     /// Workers busy now.
@@ -43,8 +63,10 @@ pub(super) enum Admitted {
     Now,
     /// The waiting room is full.
     Full,
-    /// It waits: `true` when it gets a worker, `false` when dropped expired.
-    Wait(oneshot::Receiver<bool>),
+    /// The rate limiter has no token for it.
+    Limited,
+    /// It waits for a worker.
+    Wait(oneshot::Receiver<Go>),
 }
 
 impl Host {
@@ -80,24 +102,37 @@ impl Host {
         self.door.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A worker, a place in the waiting room, or the overload answer; with
-    /// the crash epoch it was given in.
-    pub(super) fn admit(&self, attempt: u64) -> (Admitted, u64) {
+    /// A token of the rate limiter, then a worker, a place in the waiting
+    /// room, or the overload answer; with the crash epoch it was given in.
+    /// A queue longer than the service's `memory_limit` crashes the host:
+    /// the crash's `until` is returned with it.
+    pub(super) fn admit(&self, attempt: u64) -> (Admitted, u64, Option<Nanos>) {
         let now = self.rec.clock.now();
         let spec = &self.s.services[self.svc];
         let mut door = self.door();
         let epoch = door.epoch;
+        if let (Some(limit), Some(bucket)) = (&spec.rate_limit, &mut door.bucket)
+            && !bucket.take(limit, now)
+        {
+            return (Admitted::Limited, epoch, None);
+        }
         self.touch(&mut door, now);
         if door.busy < self.workers_now(now) && door.queue.is_empty() {
             door.busy += 1;
-            return (Admitted::Now, epoch);
+            return (Admitted::Now, epoch, None);
         }
         if spec.queue_limit.is_some_and(|l| door.queue.len() >= l as usize) {
-            return (Admitted::Full, epoch);
+            return (Admitted::Full, epoch, None);
         }
         let (go, rx) = oneshot::channel();
-        door.queue.push_back(Waiter { go, attempt });
-        (Admitted::Wait(rx), epoch)
+        if door.queue.is_empty() {
+            door.last_empty = now;
+        }
+        door.queue.push_back(Waiter { go, attempt, at: now });
+        self.dispatch(&mut door, now);
+        let oom =
+            spec.memory.filter(|m| door.queue.len() > m.queued as usize).map(|m| now.saturating_add(m.restart_after));
+        (Admitted::Wait(rx), epoch, oom)
     }
 
     /// A worker taken in crash epoch `epoch` is free (unless a crash
@@ -115,7 +150,7 @@ impl Host {
 
     /// Attempt `attempt`, queued in epoch `epoch` and waiting on `rx`, was
     /// cancelled: it leaves the queue, or frees the worker it was just given.
-    pub(super) fn leave_queue(&self, attempt: u64, epoch: u64, rx: &mut oneshot::Receiver<bool>) {
+    pub(super) fn leave_queue(&self, attempt: u64, epoch: u64, rx: &mut oneshot::Receiver<Go>) {
         let now = self.rec.clock.now();
         let mut door = self.door();
         if door.epoch != epoch {
@@ -124,9 +159,12 @@ impl Host {
         if let Some(pos) = door.queue.iter().position(|w| w.attempt == attempt) {
             self.touch(&mut door, now);
             door.queue.remove(pos);
+            if door.queue.is_empty() {
+                door.last_empty = now;
+            }
             return;
         }
-        if rx.try_recv() == Ok(true) {
+        if rx.try_recv() == Ok(Go::Worker) {
             self.touch(&mut door, now);
             door.busy -= 1;
             self.dispatch(&mut door, now);
@@ -134,20 +172,36 @@ impl Host {
     }
 
     /// Hands free workers to waiting requests in the queue's discipline;
-    /// with `drop_expired`, requests whose caller is gone leave unserved.
+    /// CoDel first sheds what waited too long; with `drop_expired`,
+    /// requests whose caller is gone leave unserved.
     fn dispatch(&self, door: &mut Door, now: Nanos) {
         let spec = &self.s.services[self.svc];
         while door.busy < self.workers_now(now) {
             let next = match spec.discipline {
+                Discipline::Fifo => door.queue.pop_front(),
                 Discipline::Lifo => door.queue.pop_back(),
-                _ => door.queue.pop_front(),
+                Discipline::Codel { target, interval } => {
+                    // Overloaded when the queue has not been empty for
+                    // `interval`: newest first, shedding what waited longer
+                    // than `target` (else longer than `interval`).
+                    let standing = now.saturating_sub(door.last_empty);
+                    let (overloaded, limit) = if standing > interval { (true, target) } else { (false, interval) };
+                    while door.queue.front().is_some_and(|w| now.saturating_sub(w.at) > limit) {
+                        let w = door.queue.pop_front().expect("a front");
+                        let _ = w.go.send(Go::Shed);
+                    }
+                    if overloaded { door.queue.pop_back() } else { door.queue.pop_front() }
+                }
             };
+            if door.queue.is_empty() {
+                door.last_empty = now;
+            }
             let Some(w) = next else { return };
             if spec.drop_expired && self.rec.lock().abandoned(w.attempt) {
-                let _ = w.go.send(false);
+                let _ = w.go.send(Go::Dropped);
                 continue;
             }
-            if w.go.send(true).is_ok() {
+            if w.go.send(Go::Worker).is_ok() {
                 door.busy += 1;
             }
         }
@@ -170,6 +224,7 @@ impl Host {
         self.touch(&mut door, now);
         door.busy = 0;
         door.queue.clear();
+        door.last_empty = now;
         door.epoch += 1;
         door.down_until = door.down_until.max(until);
         door.epoch

@@ -41,16 +41,7 @@ impl World<'_> {
     pub(super) fn rate_limit_admits(&mut self, h: usize) -> bool {
         let Some(limit) = self.s.services[self.hosts[h].service as usize].rate_limit else { return true };
         let now = self.q.now();
-        let st = &mut self.hosts[h];
-        let elapsed = now.saturating_sub(st.last_refill) as f64 / 1e9;
-        st.tokens = (st.tokens + elapsed * limit.rate).min(limit.burst);
-        st.last_refill = now;
-        if st.tokens >= 1.0 {
-            st.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
+        self.hosts[h].bucket.take(&limit, now)
     }
 
     /// Puts a request in the waiting room, or answers the overload status
