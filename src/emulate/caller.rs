@@ -33,6 +33,8 @@ pub const OPERATION: &str = "x-retrysim-operation";
 pub const EDGE: &str = "x-retrysim-edge";
 pub const KEY: &str = "idempotency-key";
 pub const FINGERPRINT: &str = "x-retrysim-fingerprint";
+/// When the attempt's caller gives up on it (model nanoseconds), if it does.
+pub const EXPIRES: &str = "x-retrysim-expires";
 
 /// What an attempt says about its body: its idempotency key, if it sends
 /// one, and a fingerprint of the body (a ledger rejects a key reused with
@@ -115,7 +117,7 @@ impl Net {
         let p = &self.s.clients[c].policy;
         let limit =
             if p.deadline != crate::engine::NEVER { p.deadline.saturating_add(1_000_000_000) } else { 60_000_000_000 };
-        let ids = Ids { intent, attempt, operation, edge: self.s.clients[c].edge };
+        let ids = Ids { intent, attempt, operation, edge: self.s.clients[c].edge, expires: None };
         let answer = tokio::select! {
             a = exchange(self.via[c], ids, body) => a.outcome,
             _ = self.rec.sleep(limit) => Outcome::Timeout,
@@ -124,16 +126,25 @@ impl Net {
     }
 
     /// A downstream call of intent `intent` on edge `edge` for operation
-    /// `operation`, under the edge's policy: its last outcome, `Ok` when it succeeded.
-    pub async fn downstream(self: &Arc<Self>, edge: usize, intent: u64, operation: usize, body: Body) -> Outcome {
+    /// `operation`, under the edge's policy, ending by `upstream` (model
+    /// time) at the latest: its last outcome, `Ok` when it succeeded.
+    pub async fn downstream(
+        self: &Arc<Self>,
+        edge: usize,
+        intent: u64,
+        operation: usize,
+        body: Body,
+        upstream: Option<Nanos>,
+    ) -> Outcome {
         let shared = self.edges[edge].clone();
-        let (last, end) = self.call(edge, shared, intent, operation, body).await;
+        let (last, end) = self.call(edge, shared, intent, operation, body, upstream).await;
         // An open breaker fails the call fast, as an overload answer.
         if end.is_ok() { Outcome::Ok } else { last.unwrap_or(Outcome::Status(503)) }
     }
 
-    /// One call on `edge` under `shared`'s policy: its last outcome (none
-    /// when nothing was sent) and how it ended.
+    /// One call on `edge` under `shared`'s policy, ending by `upstream`
+    /// (model time, a propagated deadline) at the latest: its last outcome
+    /// (none when nothing was sent) and how it ended.
     pub async fn call(
         self: &Arc<Self>,
         edge: usize,
@@ -141,6 +152,7 @@ impl Net {
         intent: u64,
         operation: usize,
         body: Body,
+        upstream: Option<Nanos>,
     ) -> (Option<Outcome>, Result<(), DenyReason>) {
         if let Caller::Client(c) = self.s.edges[edge].caller
             && self.proxied()
@@ -152,6 +164,9 @@ impl Net {
         let idempotent = self.s.operations[operation].idempotent;
         let hedged = shared.policy().hedging.is_some();
         let mut call = Call::new(shared, SplitMix::new(seed)).operation(idempotent, body.key.is_some());
+        if let Some(t) = upstream {
+            call = call.deadline_at(clock.virtual_at(t));
+        }
         let (tx, mut rx) = mpsc::unbounded_channel::<(u32, Option<Answer>)>();
         let mut copies: HashMap<u32, (tokio::task::JoinHandle<()>, u64)> = HashMap::new();
         let mut timer: Option<std::time::Instant> = None;
@@ -171,9 +186,10 @@ impl Net {
                         let net = self.clone();
                         let tx = tx.clone();
                         let limit = timeout.map(|t| t.as_nanos() as Nanos);
+                        let expires = limit.map(|l| clock.now().saturating_add(l));
                         let task = tokio::spawn(async move {
                             let rec = net.rec.clone();
-                            let go = net.attempt(edge, intent, attempt, operation, body);
+                            let go = net.attempt(edge, intent, attempt, operation, body, expires);
                             tokio::pin!(go);
                             let answer = match limit {
                                 Some(limit) => tokio::select! {
@@ -281,7 +297,16 @@ impl Net {
     }
 
     /// One attempt: out over the edge, the exchange, back over the edge.
-    async fn attempt(self: Arc<Self>, edge: usize, intent: u64, attempt: u64, operation: usize, body: Body) -> Answer {
+    /// `expires`: when its caller gives up on it (model time), if it does.
+    async fn attempt(
+        self: Arc<Self>,
+        edge: usize,
+        intent: u64,
+        attempt: u64,
+        operation: usize,
+        body: Body,
+        expires: Option<Nanos>,
+    ) -> Answer {
         let clock = self.rec.clock.clone();
         let e = &self.s.edges[edge];
         let svc = e.to;
@@ -309,7 +334,7 @@ impl Net {
             }
         }
         self.rec.sleep(out).await;
-        let ids = Ids { intent, attempt, operation, edge };
+        let ids = Ids { intent, attempt, operation, edge, expires };
         let answer = exchange(self.addrs[svc][host], ids, body).await;
         let back = e.latency.sample(&self.rng, &[LATENCY_BACK, attempt]);
         self.rec.sleep(back).await;
@@ -343,6 +368,7 @@ struct Ids {
     attempt: u64,
     operation: usize,
     edge: usize,
+    expires: Option<Nanos>,
 }
 
 /// The HTTP exchange of one attempt on a connection of its own.
@@ -367,6 +393,9 @@ async fn exchange(addr: SocketAddr, ids: Ids, body: Body) -> Answer {
         .header(FINGERPRINT, body.fingerprint.to_string());
     if let Some(key) = body.key {
         req = req.header(KEY, key.to_string());
+    }
+    if let Some(t) = ids.expires {
+        req = req.header(EXPIRES, t.to_string());
     }
     let req = req.body(Empty::<Bytes>::new()).expect("valid request");
     let answer = match sender.send_request(req).await {

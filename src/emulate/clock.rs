@@ -57,6 +57,11 @@ impl Clock {
         self.begin() + Duration::from_nanos(self.now())
     }
 
+    /// Model time `t` as a virtual instant (see [`Clock::virtual_now`]).
+    pub fn virtual_at(&self, t: Nanos) -> Instant {
+        self.begin() + Duration::from_nanos(t)
+    }
+
     /// The real instant of a virtual instant (see [`Clock::virtual_now`]).
     pub fn real_of_virtual(&self, v: Instant) -> tokio::time::Instant {
         self.real_at(v.saturating_duration_since(self.begin()).as_nanos() as Nanos)

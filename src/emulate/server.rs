@@ -120,6 +120,8 @@ struct Arrival {
     operation: usize,
     edge: usize,
     body: Body,
+    /// When its caller gives up on it (model time), if it does.
+    expires: Option<Nanos>,
     /// This arrival's own number at the servers: the key of its random
     /// draws (a proxy's retries carry their client request's headers, and
     /// each must draw anew).
@@ -318,7 +320,8 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
             .expect("valid"));
     };
     let body = Body { key: header(caller::KEY), fingerprint };
-    let arrival = Arrival { intent, attempt, operation, edge, body, draw: host.rec.arrival() };
+    let expires = header(caller::EXPIRES);
+    let arrival = Arrival { intent, attempt, operation, edge, body, expires, draw: host.rec.arrival() };
     let (tx, rx) = oneshot::channel();
     // Dropped with this future, when the caller closes the connection.
     let (_here, gone) = oneshot::channel::<()>();
@@ -508,7 +511,8 @@ impl Host {
                 fingerprint: hash_words(a.body.fingerprint, &[call.edge as u64]),
             };
             let (net, edge, op) = (net.clone(), call.edge, call.operation.unwrap_or(operation));
-            tokio::spawn(async move { net.downstream(edge, intent, op, body).await })
+            let upstream = if call.propagate_deadline { a.expires } else { None };
+            tokio::spawn(async move { net.downstream(edge, intent, op, body, upstream).await })
         };
         for c in spec.calls.iter().filter(|c| c.when == crate::config::When::BeforeCommit) {
             let outcome = match stop.run(call(c)).await {

@@ -45,9 +45,6 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
             if call.cache.is_some() {
                 no(field("cache"), "the emulated services have no look-aside cache");
             }
-            if call.propagate_deadline {
-                no(field("propagate_deadline"), "the emulated calls do not carry deadlines downstream yet");
-            }
         }
     }
     for f in &s.faults {

@@ -99,6 +99,9 @@ pub struct Call<R: Random> {
     /// The attempt out, for a call without hedging.
     current: Option<u32>,
     over: bool,
+    /// A deadline from upstream (a propagated deadline): the call's
+    /// deadline is at most this.
+    upstream: Option<Instant>,
     /// Attempts the client-side throttle held back or refused.
     throttled: u32,
     out: Vec<Action<()>>,
@@ -117,7 +120,7 @@ impl<R: Random> Call<R> {
         let hedged = shared.policy().hedging.is_some();
         let st = CallState::new(0, 0, true, false);
         let machine = Machine::new(st, hedged);
-        Self { shared, draws: Draws::new(rng), machine, timer: None, current: None, over: false, throttled: 0, out: Vec::new() }
+        Self { shared, draws: Draws::new(rng), machine, timer: None, current: None, over: false, upstream: None, throttled: 0, out: Vec::new() }
     }
 
     /// Declares the operation: idempotent or not, and whether an
@@ -125,6 +128,16 @@ impl<R: Random> Call<R> {
     pub fn operation(mut self, idempotent: bool, key_sent: bool) -> Self {
         self.machine.st.idempotent = idempotent;
         self.machine.st.key_sent = key_sent;
+        self
+    }
+
+    /// Ends the call by `at` at the latest, whatever the policy's own
+    /// deadline: a deadline propagated from upstream (the caller of the
+    /// request this call is made for gives up then). Each attempt's
+    /// timeout is clipped to it; when it has already passed, the first
+    /// attempt still goes with a timeout of zero (it fails at once).
+    pub fn deadline_at(mut self, at: Instant) -> Self {
+        self.upstream = Some(at);
         self
     }
 
@@ -165,7 +178,11 @@ impl<R: Random> Call<R> {
                 if m.st.attempts > 0 {
                     return steps;
                 }
-                m.st = CallState::new(CallState::deadline_from(policy, t), t, m.st.idempotent, m.st.key_sent);
+                let mut deadline = CallState::deadline_from(policy, t);
+                if let Some(at) = self.upstream {
+                    deadline = deadline.min(self.shared.at(at));
+                }
+                m.st = CallState::new(deadline, t, m.st.idempotent, m.st.key_sent);
                 if !first_allowed(s, t) {
                     self.over = true;
                     steps.push(CallAction::Finish(Err(DenyReason::BreakerOpen)));
@@ -375,5 +392,30 @@ mod tests {
         // Nothing is ever accepted: the SRE throttle refuses with
         // probability (requests - 2 accepts) / (requests + 1), close to 1.
         assert!(refused > 150 && sent >= 1, "refused {refused}, sent {sent}");
+    }
+
+    #[test]
+    fn a_deadline_from_upstream_clips_the_timeouts_and_one_already_passed_fails_at_once() {
+        let policy = Policy::builder()
+            .max_attempts(3)
+            .per_try_timeout(ms(100))
+            .deadline(ms(1000))
+            .retry_on(["timeout"])
+            .build()
+            .unwrap();
+        let t0 = Instant::now();
+        let client = Shared::with_origin(policy, t0);
+        let mut call = Call::new(client.clone(), SplitMix::new(1)).deadline_at(t0 + ms(130));
+        assert_eq!(call.handle(CallInput::Start, t0), [CallAction::Send { copy: 0, timeout: Some(ms(100)) }]);
+        assert_eq!(
+            call.handle(CallInput::Timeout { copy: 0 }, t0 + ms(100)),
+            [CallAction::Abandon { copy: 0, cancel: false }, CallAction::Send { copy: 1, timeout: Some(ms(30)) }],
+            "the retry gets what is left of the upstream deadline"
+        );
+        let steps = call.handle(CallInput::Timeout { copy: 1 }, t0 + ms(130));
+        assert_eq!(steps.last(), Some(&CallAction::Finish(Err(DenyReason::Deadline))), "{steps:?}");
+        // Already passed: the attempt goes with no time at all.
+        let mut late = Call::new(client, SplitMix::new(2)).deadline_at(t0 + ms(10));
+        assert_eq!(late.handle(CallInput::Start, t0 + ms(20)), [CallAction::Send { copy: 0, timeout: Some(ms(0)) }]);
     }
 }
