@@ -2,6 +2,7 @@
 //! per run from a validated [`crate::config::Scenario`] and driven by the
 //! engine's event queue.
 
+pub mod balance;
 pub mod dist;
 pub mod ledger;
 pub mod slab;

@@ -14,6 +14,7 @@ use crate::config::{Caller, FaultKind, KeyMode, Scenario, When};
 use crate::engine::random::hash_words;
 use crate::engine::{EventQueue, KeyedRandom, NEVER, Nanos, Stream, from_secs_f64};
 use crate::metrics::{RunCollector, RunResult, Tally, TraceDecision, TraceRecord};
+use crate::model::balance::HostPicker;
 use crate::model::token_bucket::TokenBucket;
 use crate::policy::Policy;
 use crate::policy::breaker::Breaker;
@@ -43,7 +44,6 @@ mod settle;
 mod speed;
 mod stepping;
 
-use balancer::{Ewma, OutlierHost};
 use cache::Cache;
 use instances::Instances;
 use limiter::Limiter;
@@ -208,10 +208,8 @@ struct ServiceState {
     ledgers: Vec<LedgerState>,
     /// Its first host in the world's hosts; the others follow.
     first_host: u32,
-    /// Round robin's next host.
-    next_rr: u32,
-    /// Hosts ejected by outlier detection now.
-    ejected: u32,
+    /// How its callers pick among its hosts.
+    picker: HostPicker,
     /// Whether it sheds some class by priority.
     sheds: bool,
     /// Look-aside caches of its calls, by call index.
@@ -248,11 +246,6 @@ struct HostState {
     down_until: Nanos,
     /// Crashes so far (a record write from before a crash is lost).
     epoch: u32,
-    /// Attempts sent to it whose caller still waits (least_request, peak_ewma).
-    active: u32,
-    /// Peak-EWMA latency estimate (peak_ewma).
-    ewma: Ewma,
-    outlier: OutlierHost,
     /// Adaptive concurrency limit and the requests admitted under it.
     limiter: Option<Limiter>,
     admitted: u32,
@@ -490,7 +483,8 @@ impl<'s> World<'s> {
         let end = self.q.now().max(self.s.duration);
         if self.requests.is_empty() {
             // Every request has left: no host may still count one.
-            debug_assert!(self.hosts.iter().all(|h| h.active == 0 && h.admitted == 0 && h.busy == 0));
+            debug_assert!(self.hosts.iter().all(|h| h.admitted == 0 && h.busy == 0));
+            debug_assert!(self.services.iter().all(|s| s.picker.idle()));
         }
         self.close(end);
         for st in &self.services {

@@ -357,8 +357,7 @@ impl World<'_> {
         counts.edge_attempts[edge] += 1;
         if let Some(slot) = self.hosts[host].slot {
             counts.host_sent[slot as usize - self.s.services.len()] += 1;
-            self.hosts[host].active += 1;
-            self.requests.get_mut(req).expect("live").active = true;
+            self.mark_active(req);
         }
         if g.owner == Owner::Client {
             self.m.series.at(now).attempts += 1;

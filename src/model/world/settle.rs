@@ -29,7 +29,7 @@ impl World<'_> {
             return;
         };
         if active {
-            self.hosts[host as usize].active -= 1;
+            self.host_released(host as usize);
         }
         if let Some(it) = self.intents.get_mut(intent) {
             it.outstanding -= 1;
