@@ -105,6 +105,7 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
         clock.restart();
         let world = Arc::new(caller::Net::new(s.clone(), rec.clone(), hosts.addrs.clone(), replication, via));
         hosts.connect(world.clone());
+        let sweeps = tokio::spawn(world.clone().sweep());
         let late = tokio::select! {
             late = load::generate(world.clone()) => late,
             _ = interrupted() => return Err(crate::interrupt::Interrupted.into()),
@@ -117,6 +118,7 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
         }
         let end = clock.now().max(s.duration);
         hosts.stop();
+        sweeps.abort();
         rec.lock().m.stuck_placeholders = hosts.stuck();
         let intents = rec.intents();
         drop(proxies);

@@ -12,8 +12,9 @@
 
 use super::record::Recorder;
 use super::server::Addrs;
-use crate::config::{Balancer, Caller, FaultKind, Scenario};
+use crate::config::{Caller, FaultKind, Scenario};
 use crate::engine::{KeyedRandom, Nanos};
+use crate::model::balance::HostPicker;
 use crate::policy::{DenyReason, Outcome};
 use bytes::Bytes;
 use http_body_util::Empty;
@@ -21,8 +22,8 @@ use hyper_util::rt::TokioIo;
 use retrysim_policy::{Call, CallAction, CallInput, Shared, SplitMix};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -59,8 +60,9 @@ pub struct Net {
     pub rec: Arc<Recorder>,
     addrs: Addrs,
     pub rng: KeyedRandom,
-    /// Round-robin position per service.
-    turn: Vec<AtomicU64>,
+    /// Per service, how callers pick its host (one view shared by all
+    /// callers, as the model's balancer).
+    pickers: Vec<Mutex<HostPicker>>,
     /// Per client class, the state of each instance (one when the class
     /// keeps no state per instance).
     pub clients: Vec<Vec<Shared>>,
@@ -87,7 +89,11 @@ impl Net {
         let edges = (0..s.edges.len()).map(|e| Shared::with_origin(s.edge_policy(e).clone(), origin)).collect();
         Net {
             rng: KeyedRandom::for_replication(s.seed, replication as u64),
-            turn: s.services.iter().map(|_| AtomicU64::new(0)).collect(),
+            pickers: s
+                .services
+                .iter()
+                .map(|sv| Mutex::new(HostPicker::new(sv.hosts.replicas, sv.service_time.mean_secs() * 1e9)))
+                .collect(),
             clients,
             edges,
             addrs,
@@ -168,7 +174,9 @@ impl Net {
             call = call.deadline_at(clock.virtual_at(t));
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<(u32, Option<Answer>)>();
-        let mut copies: HashMap<u32, (tokio::task::JoinHandle<()>, u64)> = HashMap::new();
+        let mut copies: HashMap<u32, Copy> = HashMap::new();
+        let svc = self.s.edges[edge].to;
+        let mut tried = 0u32;
         let mut timer: Option<std::time::Instant> = None;
         let mut last = None;
         let mut steps = call.handle(CallInput::Start, clock.virtual_now());
@@ -183,13 +191,15 @@ impl Net {
                     CallAction::Send { copy, timeout } => {
                         let attempt = self.rec.attempt();
                         self.count_attempt(edge, intent, hedged && copy > 0);
+                        let host = self.pick(svc, attempt, tried);
+                        tried |= 1u32.checked_shl(host as u32).unwrap_or(0);
                         let net = self.clone();
                         let tx = tx.clone();
                         let limit = timeout.map(|t| t.as_nanos() as Nanos);
                         let expires = limit.map(|l| clock.now().saturating_add(l));
                         let task = tokio::spawn(async move {
                             let rec = net.rec.clone();
-                            let go = net.attempt(edge, intent, attempt, operation, body, expires);
+                            let go = net.attempt(edge, host, intent, attempt, operation, body, expires);
                             tokio::pin!(go);
                             let answer = match limit {
                                 Some(limit) => tokio::select! {
@@ -207,21 +217,23 @@ impl Net {
                                 go.await;
                             }
                         });
-                        copies.insert(copy, (task, attempt));
+                        copies.insert(copy, Copy { task, attempt, host, sent: clock.now() });
                     }
                     CallAction::WakeAt(at) => timer = Some(clock.real_of_virtual(at).into_std()),
                     CallAction::Abandon { copy, cancel } => {
-                        if let Some((task, attempt)) = copies.remove(&copy) {
-                            self.rec.abandon(attempt);
+                        if let Some(c) = copies.remove(&copy) {
+                            self.rec.abandon(c.attempt);
+                            self.released(svc, c.host);
                             if cancel {
-                                task.abort();
+                                c.task.abort();
                             }
                         }
                     }
                     CallAction::Finish(end) => {
                         // Copies still out are left to finish unheard.
-                        for (_, (_, attempt)) in copies.drain() {
-                            self.rec.abandon(attempt);
+                        for (_, c) in copies.drain() {
+                            self.rec.abandon(c.attempt);
+                            self.released(svc, c.host);
                         }
                         if let Err(reason) = end
                             && reason != DenyReason::NotRetryable
@@ -238,13 +250,21 @@ impl Net {
             let input = tokio::select! {
                 Some((copy, answer)) = rx.recv() => match answer {
                     Some(a) => {
-                        copies.remove(&copy);
+                        if let Some(c) = copies.remove(&copy) {
+                            // The caller still waited: the balancer learns the answer.
+                            self.observed(intent, svc, c.host, c.sent, a.outcome);
+                            self.released(svc, c.host);
+                        }
                         last = Some(a.outcome);
                         CallInput::Answer { copy, outcome: a.outcome, retry_after: a.retry_after }
                     }
                     None => {
-                        if let Some((_, attempt)) = copies.get(&copy) {
-                            self.rec.abandon(*attempt);
+                        if let Some(c) = copies.get(&copy) {
+                            self.rec.abandon(c.attempt);
+                            // As in the model, a hedged copy's timeout teaches the balancer nothing.
+                            if !hedged {
+                                self.observed(intent, svc, c.host, c.sent, Outcome::Timeout);
+                            }
                         }
                         last = Some(Outcome::Timeout);
                         CallInput::Timeout { copy }
@@ -284,23 +304,75 @@ impl Net {
         g.m.series.at(now).throttled += n as u64;
     }
 
-    /// The host of service `svc` an attempt goes to.
-    fn pick(&self, svc: usize, attempt: u64) -> usize {
-        let n = self.addrs[svc].len();
-        if n == 1 {
+    /// The host of service `svc` attempt `attempt` goes to, its call
+    /// having tried the hosts in `tried`; it is out there from now.
+    fn pick(&self, svc: usize, attempt: u64, tried: u32) -> usize {
+        if self.addrs[svc].len() == 1 {
             return 0;
         }
-        match self.s.services[svc].hosts.balancer {
-            Balancer::Random => (self.rng.unit(&[PICK, attempt]) * n as f64) as usize % n,
-            _ => (self.turn[svc].fetch_add(1, Ordering::Relaxed) % n as u64) as usize,
+        let now = self.rec.clock.now();
+        let mut p = self.pickers[svc].lock().unwrap_or_else(|e| e.into_inner());
+        let host = p.pick(&self.s.services[svc].hosts, tried, now, |i| self.rng.unit(&[PICK, attempt, i]));
+        p.sent(host);
+        host
+    }
+
+    /// The caller of intent `intent` got `outcome` from host `host` of
+    /// service `svc` (sent at `sent`, model time): peak EWMA and outlier
+    /// detection learn it.
+    fn observed(&self, intent: u64, svc: usize, host: usize, sent: Nanos, outcome: Outcome) {
+        if self.addrs[svc].len() == 1 {
+            return;
+        }
+        let now = self.rec.clock.now();
+        let spec = &self.s.services[svc].hosts;
+        let ejected =
+            self.pickers[svc].lock().unwrap_or_else(|e| e.into_inner()).observed(spec, host, now - sent, outcome, now);
+        if ejected {
+            let mut g = self.rec.lock();
+            let tally = g.tally(intent);
+            g.m.counts(tally).ejections[svc] += 1;
         }
     }
 
-    /// One attempt: out over the edge, the exchange, back over the edge.
-    /// `expires`: when its caller gives up on it (model time), if it does.
+    /// The caller no longer waits for an attempt at host `host` of service `svc`.
+    fn released(&self, svc: usize, host: usize) {
+        if self.addrs[svc].len() > 1 {
+            self.pickers[svc].lock().unwrap_or_else(|e| e.into_inner()).released(host);
+        }
+    }
+
+    /// Outlier detection's sweeps of every service that ejects, every
+    /// `interval` until the run ends (with the runtime).
+    pub async fn sweep(self: Arc<Self>) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (svc, spec) in self.s.services.iter().enumerate() {
+            if let Some(o) = spec.hosts.outlier
+                && spec.hosts.replicas > 1
+            {
+                let net = self.clone();
+                tasks.spawn(async move {
+                    let mut at = o.interval;
+                    loop {
+                        net.rec.sleep_until(at).await;
+                        let now = net.rec.clock.now();
+                        net.pickers[svc].lock().unwrap_or_else(|e| e.into_inner()).sweep(&o, now);
+                        at = at.saturating_add(o.interval);
+                    }
+                });
+            }
+        }
+        tasks.join_all().await;
+    }
+
+    /// One attempt to host `host`: out over the edge, the exchange, back
+    /// over the edge. `expires`: when its caller gives up on it (model
+    /// time), if it does.
+    #[allow(clippy::too_many_arguments)]
     async fn attempt(
         self: Arc<Self>,
         edge: usize,
+        host: usize,
         intent: u64,
         attempt: u64,
         operation: usize,
@@ -310,7 +382,6 @@ impl Net {
         let clock = self.rec.clock.clone();
         let e = &self.s.edges[edge];
         let svc = e.to;
-        let host = self.pick(svc, attempt);
         let replica = host as u32;
         let slot = (self.addrs[svc].len() > 1).then(|| self.host_slot(svc, host));
         if let Some(k) = slot {
@@ -352,6 +423,14 @@ impl Net {
     fn host_slot(&self, svc: usize, host: usize) -> usize {
         self.addrs[..svc].iter().filter(|a| a.len() > 1).map(|a| a.len()).sum::<usize>() + host
     }
+}
+
+/// A copy out: its task, attempt id, host and when it was sent (model time).
+struct Copy {
+    task: tokio::task::JoinHandle<()>,
+    attempt: u64,
+    host: usize,
+    sent: Nanos,
 }
 
 /// An attempt's answer as its caller reads it.

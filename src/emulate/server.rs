@@ -322,6 +322,7 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
     let body = Body { key: header(caller::KEY), fingerprint };
     let expires = header(caller::EXPIRES);
     let arrival = Arrival { intent, attempt, operation, edge, body, expires, draw: host.rec.arrival() };
+    let rec = host.rec.clone();
     let (tx, rx) = oneshot::channel();
     // Dropped with this future, when the caller closes the connection.
     let (_here, gone) = oneshot::channel::<()>();
@@ -337,7 +338,16 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
             }
             Ok(b.body(Full::new(Bytes::new())).expect("valid"))
         }
-        Ok(Reply::Never) => std::future::pending().await,
+        // The answer is lost: nothing is sent. Once its caller has given up
+        // (a millisecond after), the connection is closed so that lost
+        // answers do not hold sockets open to the end of the run.
+        Ok(Reply::Never) => match expires {
+            Some(t) => {
+                rec.sleep_until(t.saturating_add(1_000_000)).await;
+                Err(std::io::Error::other("answer lost"))
+            }
+            None => std::future::pending().await,
+        },
         Ok(Reply::Close) | Err(_) => Err(std::io::Error::other("reset")),
     }
 }

@@ -2,7 +2,7 @@
 //! the model it does not carry out is named, with why, rather than run
 //! with a silent difference.
 
-use crate::config::{Balancer, FaultKind, Scenario, When};
+use crate::config::{FaultKind, Scenario, When};
 
 /// The settings of `s` the emulator does not carry out, each as
 /// `"<field>: <why>"` naming the field as the file writes it; empty when
@@ -25,17 +25,8 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
         if h.concurrency_limit.is_some() {
             no(at("concurrency_limit"), "the emulated hosts have no adaptive concurrency limit yet");
         }
-        if h.outlier.is_some() {
-            no(at("outlier_detection"), "the emulated callers do not eject hosts");
-        }
         if h.sheds() {
             no(at("shed_above"), "the emulated hosts do not shed by priority");
-        }
-        if matches!(h.balancer, Balancer::LeastRequest | Balancer::PeakEwma) {
-            no(at("balancer"), "the emulated callers balance round_robin and random only");
-        }
-        if h.retry_other_host {
-            no(at("retry_other_host"), "the emulated callers do not avoid hosts already tried");
         }
         for (i, call) in sv.calls.iter().enumerate() {
             let field = |k: &str| format!("services.{}.calls[{i}].{k}", sv.name);
