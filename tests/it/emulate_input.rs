@@ -90,3 +90,43 @@ fn a_short_emulation_writes_an_emulated_summary_beside_the_model() {
     assert!((20.0..=62.0).contains(&intents), "{intents}");
     assert!(dir.path().join("out/compare.json").exists() && dir.path().join("out/timeseries.csv").exists());
 }
+
+/// The emulated summary of `toml` (one short real run, no comparison).
+fn emulated(toml: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, err) = emulate(dir.path(), toml, &["-q"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_failing_host_is_ejected_and_retries_go_to_the_others() {
+    // Four hosts, one answering 503 to everything: outlier detection ejects
+    // it after 3 in a row (Envoy's default max_ejection_percent, 10%, would
+    // forbid ejecting one host of four), and retry_other_host sends each
+    // retry elsewhere.
+    let toml = base("100/s").replace("duration = \"2s\"", "duration = \"3s\"").replace(
+        "policy = { max_attempts = 2, per_try_timeout = \"100ms\", retry_on = [\"timeout\"] }",
+        "policy = { max_attempts = 2, per_try_timeout = \"100ms\", retry_on = [\"timeout\", \"503\"] }",
+    ) + "replicas = 4\nbalancer = \"least_request\"\nretry_other_host = true\n\
+         outlier_detection = { consecutive_5xx = 3, interval = \"10s\", base_ejection = \"30s\", max_ejection_percent = 50 }\n\n\
+         [[faults]]\nname = \"bad\"\nkind = \"error\"\ntarget = \"api[1]\"\nstatus = 503\nprobability = 1.0\n";
+    let doc = emulated(&toml);
+    let v = &doc["variants"][0];
+    let ejections = v["services"]["api"]["ejections"]["mean"].as_f64().unwrap();
+    assert_eq!(ejections, 1.0, "the failing host is ejected once (30 s outlasts the run)");
+    let success = v["metrics"]["success_rate"]["mean"].as_f64().unwrap();
+    assert_eq!(success, 1.0, "every 503 is retried on another host");
+}
+
+#[test]
+fn a_rate_limit_answers_429_beyond_its_rate() {
+    // 100 intents/s against 20 tokens/s (a burst of 5), no retries of 429:
+    // about (5 + 20 × 3) / 300 = 22% succeed.
+    let toml = base("100/s").replace("duration = \"2s\"", "duration = \"3s\"")
+        + "rate_limit = { rate = \"20/s\", burst = 5, status = 429 }\n";
+    let doc = emulated(&toml);
+    let success = doc["variants"][0]["metrics"]["success_rate"]["mean"].as_f64().unwrap();
+    // Poisson arrivals: 300 ± 52 (three standard deviations) intents.
+    assert!((0.17..=0.30).contains(&success), "{success}");
+}
