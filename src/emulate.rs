@@ -60,6 +60,10 @@ pub struct Emulated {
     pub late_p99_s: f64,
     /// Intents that arrived and requests served, for the progress line.
     pub intents: u64,
+    /// The 99th percentile of how late the runtime ran a task whose sleep
+    /// had ended (real seconds): when the machine cannot keep up, servers
+    /// and clients act late, and the run says less about the model.
+    pub runtime_late_p99_s: f64,
 }
 
 /// The generator counts as overloaded when its p99 lateness exceeds this
@@ -70,6 +74,26 @@ impl Emulated {
     /// Whether the load generator fell behind its schedule.
     pub fn generator_overloaded(&self) -> bool {
         self.late_p99_s > LATE_LIMIT_S
+    }
+
+    /// Whether the runtime fell behind (tasks ran late after their sleeps).
+    pub fn runtime_overloaded(&self) -> bool {
+        self.runtime_late_p99_s > RUNTIME_LATE_LIMIT_S
+    }
+}
+
+/// The runtime counts as overloaded when a task woken from a sleep runs
+/// later than this at p99 (real seconds).
+pub const RUNTIME_LATE_LIMIT_S: f64 = 0.002;
+
+/// How late (real seconds) a task sleeping 1 ms at a time runs after each
+/// wake-up, until aborted: the lag every server and client task sees.
+async fn probe(rec: Arc<Recorder>, lags: Arc<std::sync::Mutex<Vec<f64>>>) {
+    loop {
+        let at = std::time::Instant::now() + Duration::from_millis(1);
+        rec.timer.sleep_until(at).await;
+        let lag = std::time::Instant::now().saturating_duration_since(at).as_secs_f64();
+        lags.lock().unwrap_or_else(|e| e.into_inner()).push(lag);
     }
 }
 
@@ -106,6 +130,8 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
         let world = Arc::new(caller::Net::new(s.clone(), rec.clone(), hosts.addrs.clone(), replication, via));
         hosts.connect(world.clone());
         let sweeps = tokio::spawn(world.clone().sweep());
+        let lags = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let prober = tokio::spawn(probe(rec.clone(), lags.clone()));
         let late = tokio::select! {
             late = load::generate(world.clone()) => late,
             _ = interrupted() => return Err(crate::interrupt::Interrupted.into()),
@@ -119,13 +145,17 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
         let end = clock.now().max(s.duration);
         hosts.stop();
         sweeps.abort();
+        prober.abort();
+        let mut lags = std::mem::take(&mut *lags.lock().unwrap_or_else(|e| e.into_inner()));
+        lags.sort_by(f64::total_cmp);
+        let lag = lags.get(((lags.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)).copied().unwrap_or(0.0);
         rec.lock().m.stuck_placeholders = hosts.stuck();
         let intents = rec.intents();
         drop(proxies);
-        anyhow::Ok((rec.finish(&s, end), late, intents))
+        anyhow::Ok((rec.finish(&s, end), late, intents, lag))
     })?;
     // Tasks still running (answers lost on purpose, abandoned work) end with the runtime.
     runtime.shutdown_timeout(Duration::from_millis(200));
-    let (result, late, intents) = out;
-    Ok(Emulated { result, late_p99_s: late, intents })
+    let (result, late, intents, lag) = out;
+    Ok(Emulated { result, late_p99_s: late, intents, runtime_late_p99_s: lag })
 }

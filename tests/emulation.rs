@@ -35,6 +35,7 @@ fn compare(experiment: &str, extra: &[&str]) -> Value {
     let doc: Value = serde_json::from_str(&text).expect("compare.json is JSON");
     assert_eq!(doc["schema"], "retrysim.emulate_compare/1");
     assert_eq!(doc["generator"]["overloaded"], false, "{experiment}: the load generator fell behind:\n{stdout}");
+    assert_eq!(doc["generator"]["runtime_overloaded"], false, "{experiment}: the runtime fell behind:\n{stdout}");
     let summary = std::fs::read_to_string(out.path().join("summary.json")).expect("summary.json written");
     let summary: Value = serde_json::from_str(&summary).expect("summary.json is JSON");
     assert_eq!(summary["mode"], "emulated");

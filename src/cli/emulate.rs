@@ -120,6 +120,7 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
     let options = EmulateOptions { time_scale: args.time_scale, envoy };
     let mut set = RunSet { variants: Vec::new() };
     let mut late: f64 = 0.0;
+    let mut lag: f64 = 0.0;
     let started = std::time::Instant::now();
     for v in &exp.variants {
         let mut runs = Vec::new();
@@ -129,11 +130,17 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
             }
             let e = emulate(v, r, &options)?;
             late = late.max(e.late_p99_s);
+            lag = lag.max(e.runtime_late_p99_s);
             runs.push(e.result);
         }
         set.variants.push(VariantRuns { scenario: v.clone(), runs });
     }
-    let generator = Generator { late_p99_s: late, overloaded: late > crate::emulate::LATE_LIMIT_S };
+    let generator = Generator {
+        late_p99_s: late,
+        overloaded: late > crate::emulate::LATE_LIMIT_S,
+        runtime_late_p99_s: lag,
+        runtime_overloaded: lag > crate::emulate::RUNTIME_LATE_LIMIT_S,
+    };
     let summaries = output::summary::summarize_against(&set, 0);
     let json = output::summary::summary_json(&exp, &set, &summaries)?;
     let mut tree: serde_json::Value = serde_json::from_str(&json)?;
@@ -187,6 +194,12 @@ pub fn run(args: &EmulateArgs) -> anyhow::Result<i32> {
                 println!(
                     "WARNING: the load generator was {:.1} ms late at p99: the load offered was lower than the experiment's.",
                     generator.late_p99_s * 1e3
+                );
+            }
+            if generator.runtime_overloaded {
+                println!(
+                    "WARNING: tasks ran {:.1} ms late after their sleeps at p99: this machine could not keep up, and servers and clients acted late.",
+                    generator.runtime_late_p99_s * 1e3
                 );
             }
             let (show, answer) = (exp.show(), exp.answer());

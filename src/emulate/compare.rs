@@ -8,7 +8,9 @@
 //! standard deviation stands for a single emulated run's) or within the
 //! metric's stated tolerance ([`tolerance`]); otherwise it **differs**.
 //! Runs whose load generator fell behind its schedule are not compared
-//! (`generator_overloaded`): they offered less load than the experiment says.
+//! (`generator_overloaded`): they offered less load than the experiment
+//! says; nor are runs whose runtime fell behind (`runtime_overloaded`):
+//! their servers and clients acted late, on a machine that could not keep up.
 
 use crate::analysis::replicate::RunSet;
 use crate::analysis::summarize;
@@ -73,7 +75,7 @@ pub struct Compared {
     /// 95% (none with fewer than two simulated runs).
     pub spread: Option<f64>,
     /// `agree`, `differ`, `no_value` (either has none) or
-    /// `generator_overloaded` (not compared).
+    /// `generator_overloaded` or `runtime_overloaded` (not compared).
     pub verdict: &'static str,
 }
 
@@ -84,12 +86,31 @@ pub struct VariantCompare {
     pub metrics: BTreeMap<String, Compared>,
 }
 
-/// The load generator's lateness over the emulated runs.
+/// The load generator's and the runtime's lateness over the emulated runs.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Generator {
-    /// The largest per-run 99th percentile of lateness (seconds).
+    /// The largest per-run 99th percentile of the generator's lateness (seconds).
     pub late_p99_s: f64,
+    /// Whether the generator fell behind (`late_p99_s` above 1 ms).
     pub overloaded: bool,
+    /// The largest per-run 99th percentile of how late a task ran after
+    /// its sleep ended (seconds).
+    pub runtime_late_p99_s: f64,
+    /// Whether the runtime fell behind (`runtime_late_p99_s` above 2 ms).
+    pub runtime_overloaded: bool,
+}
+
+impl Generator {
+    /// Why the runs are not compared, if they are not.
+    pub fn not_compared(&self) -> Option<&'static str> {
+        if self.overloaded {
+            Some("generator_overloaded")
+        } else if self.runtime_overloaded {
+            Some("runtime_overloaded")
+        } else {
+            None
+        }
+    }
 }
 
 /// `compare.json`.
@@ -143,7 +164,7 @@ pub fn compare(simulated: &RunSet, emulated: &RunSet, generator: Generator) -> V
                     continue;
                 }
                 let emu = summarize(values(emulated, v, metric, &service));
-                metrics.insert(metric.to_string(), judge(metric, &sim, &emu, generator.overloaded));
+                metrics.insert(metric.to_string(), judge(metric, &sim, &emu, generator.not_compared()));
             }
             VariantCompare { name: simulated.variants[v].scenario.variant.clone(), metrics }
         })
@@ -173,13 +194,18 @@ fn spread(sim: &crate::analysis::Summary, emu: &crate::analysis::Summary) -> Opt
 }
 
 /// The verdict on one metric.
-fn judge(metric: &str, sim: &crate::analysis::Summary, emu: &crate::analysis::Summary, overloaded: bool) -> Compared {
+fn judge(
+    metric: &str,
+    sim: &crate::analysis::Summary,
+    emu: &crate::analysis::Summary,
+    not_compared: Option<&'static str>,
+) -> Compared {
     let side = |s: &crate::analysis::Summary| Side { mean: s.mean, ci95: s.ci95 };
     let (abs, rel) = tolerance(metric);
     let tolerance = sim.mean.map(|m| abs.max(rel * m.abs()));
     let spread = spread(sim, emu);
     let verdict = match (sim.mean, emu.mean, tolerance) {
-        _ if overloaded => "generator_overloaded",
+        _ if not_compared.is_some() => not_compared.expect("checked"),
         (Some(a), Some(b), Some(t)) => {
             let d = (a - b).abs();
             if d <= t + 1e-12 || spread.is_some_and(|w| d <= w + 1e-12) { "agree" } else { "differ" }
@@ -202,6 +228,12 @@ pub fn render_text(doc: &CompareJson) -> String {
             "NOT COMPARED: the load generator fell behind its schedule (p99 {:.1} ms late, limit {:.0} ms): the emulated runs offered less load than the experiment says. Slow the scenario with --time-scale.\n",
             generator.late_p99_s * 1e3,
             super::LATE_LIMIT_S * 1e3
+        );
+    } else if generator.runtime_overloaded {
+        out += &format!(
+            "NOT COMPARED: this machine could not keep up: tasks ran {:.1} ms late after their sleeps at p99 (limit {:.0} ms), so servers and clients acted later than the experiment says. Slow the scenario with --time-scale.\n",
+            generator.runtime_late_p99_s * 1e3,
+            super::RUNTIME_LATE_LIMIT_S * 1e3
         );
     } else {
         let differ: Vec<String> =
@@ -268,22 +300,25 @@ mod tests {
         let w = crate::analysis::stats::t_quantile(0.95, 9.0) * sd * (1.0f64 + 0.1).sqrt();
         assert!((w - 0.177).abs() < 0.001, "{w}");
         let near = runs(&[mean - w + 0.001]);
-        let c = judge("attempts_per_intent", &sim, &near, false);
+        let c = judge("attempts_per_intent", &sim, &near, None);
         assert_eq!(c.verdict, "agree", "{c:?}");
         assert!((c.spread.unwrap() - w).abs() < 1e-12);
-        assert_eq!(judge("attempts_per_intent", &sim, &runs(&[mean - w - 0.001]), false).verdict, "differ");
+        assert_eq!(judge("attempts_per_intent", &sim, &runs(&[mean - w - 0.001]), None).verdict, "differ");
         // No spread (every simulated run equal): only the tolerance is left.
         let exact = runs(&[27.0; 10]);
-        assert_eq!(judge("amplification", &exact, &runs(&[27.0]), false).verdict, "agree");
-        assert_eq!(judge("amplification", &exact, &runs(&[28.0]), false).verdict, "differ");
+        assert_eq!(judge("amplification", &exact, &runs(&[27.0]), None).verdict, "agree");
+        assert_eq!(judge("amplification", &exact, &runs(&[28.0]), None).verdict, "differ");
     }
 
     #[test]
     fn overlapping_intervals_or_a_difference_within_tolerance_agree() {
-        assert_eq!(judge("attempts_per_intent", &s(1.0, None), &s(1.029, None), false).verdict, "agree");
-        assert_eq!(judge("attempts_per_intent", &s(1.0, None), &s(1.031, None), false).verdict, "differ");
-        assert_eq!(judge("latency_p50_s", &s(0.010, None), &s(0.0119, None), false).verdict, "agree");
-        assert_eq!(judge("latency_p50_s", &s(0.010, None), &s(0.0121, None), false).verdict, "differ");
-        assert_eq!(judge("success_rate", &s(0.99, None), &s(0.5, None), true).verdict, "generator_overloaded");
+        assert_eq!(judge("attempts_per_intent", &s(1.0, None), &s(1.029, None), None).verdict, "agree");
+        assert_eq!(judge("attempts_per_intent", &s(1.0, None), &s(1.031, None), None).verdict, "differ");
+        assert_eq!(judge("latency_p50_s", &s(0.010, None), &s(0.0119, None), None).verdict, "agree");
+        assert_eq!(judge("latency_p50_s", &s(0.010, None), &s(0.0121, None), None).verdict, "differ");
+        assert_eq!(
+            judge("success_rate", &s(0.99, None), &s(0.5, None), Some("generator_overloaded")).verdict,
+            "generator_overloaded"
+        );
     }
 }
