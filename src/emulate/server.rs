@@ -389,7 +389,9 @@ async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
     let policy = s.edge_policy(a.edge);
     let cancels = policy.cancel_on_timeout || policy.hedging.as_ref().is_some_and(|h| h.cancel);
     let mut stop = Interrupts { crashes: host.crashes.subscribe(), gone: cancels.then_some(gone), epoch: 0 };
-    let (admitted, epoch, oom) = host.admit(attempt);
+    let client = rec.lock().owner(intent).0 as usize;
+    let priority = s.clients.get(client).map_or(0, |c| c.priority as usize);
+    let (admitted, epoch, oom) = host.admit(attempt, priority);
     stop.epoch = epoch;
     if let Some(until) = oom {
         // Out of memory: the host crashes as a `crash` fault makes it (this request with it).

@@ -25,9 +25,6 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
         if h.concurrency_limit.is_some() {
             no(at("concurrency_limit"), "the emulated hosts have no adaptive concurrency limit yet");
         }
-        if h.sheds() {
-            no(at("shed_above"), "the emulated hosts do not shed by priority");
-        }
         for (i, call) in sv.calls.iter().enumerate() {
             let field = |k: &str| format!("services.{}.calls[{i}].{k}", sv.name);
             if call.when == When::Outbox {

@@ -61,7 +61,8 @@ impl Door {
 /// Whether a request got a worker.
 pub(super) enum Admitted {
     Now,
-    /// The waiting room is full.
+    /// The waiting room is full, or the host sheds the request's priority
+    /// class at this load (`shed_by_priority`).
     Full,
     /// The rate limiter has no token for it.
     Limited,
@@ -106,11 +107,16 @@ impl Host {
     /// room, or the overload answer; with the crash epoch it was given in.
     /// A queue longer than the service's `memory_limit` crashes the host:
     /// the crash's `until` is returned with it.
-    pub(super) fn admit(&self, attempt: u64) -> (Admitted, u64, Option<Nanos>) {
+    /// `priority`: the request's class's priority (an index of `shed_above`).
+    pub(super) fn admit(&self, attempt: u64, priority: usize) -> (Admitted, u64, Option<Nanos>) {
         let now = self.rec.clock.now();
         let spec = &self.s.services[self.svc];
         let mut door = self.door();
         let epoch = door.epoch;
+        // Shedding by priority: this class is turned away while the host is this busy.
+        if door.busy as f64 > spec.hosts.shed_above[priority] * self.workers_now(now) as f64 {
+            return (Admitted::Full, epoch, None);
+        }
         if let (Some(limit), Some(bucket)) = (&spec.rate_limit, &mut door.bucket)
             && !bucket.take(limit, now)
         {
