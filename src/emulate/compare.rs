@@ -4,9 +4,9 @@
 //! The model is simulated with at least [`MIN_SIMULATED`] replications, so
 //! its run-to-run spread is known even when reality ran once. A metric
 //! **agrees** when the difference of the means is within what that spread
-//! explains at 95% (a two-sample Student t bound: the simulated runs'
-//! standard deviation stands for a single emulated run's) or within the
-//! metric's stated tolerance ([`tolerance`]); otherwise it **differs**.
+//! explains at 95% (a two-sample Student t bound, variance pooled over
+//! both sides) or within the metric's stated tolerance ([`tolerance`]);
+//! otherwise it **differs**.
 //! Runs whose load generator fell behind its schedule are not compared
 //! (`generator_overloaded`): they offered less load than the experiment
 //! says; nor are runs whose runtime fell behind (`runtime_overloaded`):
@@ -172,25 +172,22 @@ pub fn compare(simulated: &RunSet, emulated: &RunSet, generator: Generator) -> V
 }
 
 /// The difference of the two means that run-to-run variation explains at
-/// 95%: Student t times the standard error of the difference, the
-/// emulated runs' spread taken as the simulated runs' when reality ran
-/// once (Welch's degrees of freedom when both ran twice or more).
+/// 95%: the two-sample Student t bound with the variance pooled over both
+/// sides, which is what "reality behaves as the model" implies (the same
+/// spread). With one emulated run this is the prediction interval of one
+/// more simulated run; a couple of emulated runs, whose own spread is
+/// poorly known, do not shrink it.
 fn spread(sim: &crate::analysis::Summary, emu: &crate::analysis::Summary) -> Option<f64> {
     let (n, _, s1) = crate::analysis::stats::mean_sd(&sim.values);
     let (m, _, s2) = crate::analysis::stats::mean_sd(&emu.values);
     if n < 2 || m == 0 {
         return None;
     }
-    let (n, mf) = (n as f64, m as f64);
-    let v1 = s1 * s1 / n;
-    let (v2, df) = if m >= 2 {
-        let v2 = s2 * s2 / mf;
-        let df = (v1 + v2).powi(2) / (v1 * v1 / (n - 1.0) + v2 * v2 / (mf - 1.0));
-        (v2, if df.is_finite() { df } else { n - 1.0 })
-    } else {
-        (s1 * s1 / mf, n - 1.0)
-    };
-    Some(crate::analysis::stats::t_quantile(0.95, df) * (v1 + v2).sqrt())
+    let (nf, mf) = (n as f64, m as f64);
+    let s2 = if m >= 2 { s2 } else { 0.0 };
+    let df = nf + mf - 2.0;
+    let pooled = (((nf - 1.0) * s1 * s1 + (mf - 1.0) * s2 * s2) / df).sqrt();
+    Some(crate::analysis::stats::t_quantile(0.95, df) * pooled * (1.0 / nf + 1.0 / mf).sqrt())
 }
 
 /// The verdict on one metric.
@@ -304,6 +301,13 @@ mod tests {
         assert_eq!(c.verdict, "agree", "{c:?}");
         assert!((c.spread.unwrap() - w).abs() < 1e-12);
         assert_eq!(judge("attempts_per_intent", &sim, &runs(&[mean - w - 0.001]), None).verdict, "differ");
+        // Two emulated runs that happen to be equal do not make the bound
+        // narrower than the model's spread allows: variance is pooled.
+        let twice = runs(&[mean - 0.1, mean - 0.1]);
+        let pooled = ((9.0 * sd * sd) / 10.0).sqrt() * crate::analysis::stats::t_quantile(0.95, 10.0) * 0.6f64.sqrt();
+        let c = judge("attempts_per_intent", &sim, &twice, None);
+        assert!((c.spread.unwrap() - pooled).abs() < 1e-12 && c.spread.unwrap() > 0.1, "{c:?}");
+        assert_eq!(c.verdict, "agree");
         // No spread (every simulated run equal): only the tolerance is left.
         let exact = runs(&[27.0; 10]);
         assert_eq!(judge("amplification", &exact, &runs(&[27.0]), None).verdict, "agree");
