@@ -443,6 +443,9 @@ pub enum FaultKind {
     Error { status: u16, probability: f64, retry_after: Option<Nanos> },
     /// The work executes (and commits) but its answer never arrives.
     ResponseLoss { probability: f64 },
+    /// The request is lost on its way in: it never reaches the service (it
+    /// never executes) and its caller sees its per-try timeout.
+    RequestLoss { probability: f64 },
     /// The work executes (and commits), then the connection is reset: the
     /// caller sees `reset` instead of the answer.
     Reset { probability: f64 },
@@ -473,6 +476,7 @@ impl FaultKind {
         match self {
             FaultKind::Error { .. } => "error",
             FaultKind::ResponseLoss { .. } => "response_loss",
+            FaultKind::RequestLoss { .. } => "request_loss",
             FaultKind::Reset { .. } => "reset",
             FaultKind::Crash => "crash",
             FaultKind::Outage => "outage",

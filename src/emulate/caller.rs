@@ -401,6 +401,12 @@ impl Net {
                 FaultKind::Partition { edge: cut } if *cut == edge && now >= f.start && now < f.end => {
                     return std::future::pending().await;
                 }
+                // Lost on its way in: the server never sees it.
+                FaultKind::RequestLoss { probability }
+                    if f.hits(svc, replica, now) && self.rng.unit(&[FAULT, attempt, fi as u64]) < *probability =>
+                {
+                    return std::future::pending().await;
+                }
                 _ => {}
             }
         }

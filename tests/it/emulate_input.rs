@@ -130,3 +130,21 @@ fn a_rate_limit_answers_429_beyond_its_rate() {
     // Poisson arrivals: 300 ± 52 (three standard deviations) intents.
     assert!((0.17..=0.30).contains(&success), "{success}");
 }
+
+#[test]
+fn a_lost_request_never_reaches_the_server_and_its_caller_times_out() {
+    // Half of the attempts are lost on their way in; two attempts, the
+    // second on timeout: 3/4 of the intents succeed, 1.5 attempts each,
+    // and the server sees only the 0.75 per intent that were not lost.
+    let toml = base("100/s").replace("duration = \"2s\"", "duration = \"3s\"")
+        + "\n[[faults]]\nname = \"lossy\"\nkind = \"request_loss\"\ntarget = \"api\"\nprobability = 0.5\n";
+    let doc = emulated(&toml);
+    let m = &doc["variants"][0]["metrics"];
+    let (success, attempts) =
+        (m["success_rate"]["mean"].as_f64().unwrap(), m["attempts_per_intent"]["mean"].as_f64().unwrap());
+    let amplification = doc["variants"][0]["services"]["api"]["requests_per_intent"]["mean"].as_f64().unwrap();
+    // About 300 intents: three binomial standard deviations each side.
+    assert!((0.67..=0.83).contains(&success), "success {success}");
+    assert!((1.42..=1.58).contains(&attempts), "attempts per intent {attempts}");
+    assert!((0.67..=0.83).contains(&amplification), "requests at the server per intent {amplification}");
+}

@@ -45,6 +45,7 @@ mod import_round_trip;
 mod lint;
 mod lint_hedging;
 mod load_balancing;
+mod lost_requests;
 mod memory_estimate;
 mod merge_checksums;
 mod metastability;

@@ -61,6 +61,10 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
                 takes(&["probability"])?;
                 FaultKind::ResponseLoss { probability: v.prob(&f("probability"), fr.probability, 1.0)? }
             }
+            "request_loss" => {
+                takes(&["probability"])?;
+                FaultKind::RequestLoss { probability: v.prob(&f("probability"), fr.probability, 1.0)? }
+            }
             "reset" => {
                 takes(&["probability"])?;
                 FaultKind::Reset { probability: v.prob(&f("probability"), fr.probability, 1.0)? }
@@ -172,7 +176,7 @@ pub fn faults(v: &V, raw: &[FaultRaw], services: &[ServiceSpec], edges: &[EdgeSp
             other => {
                 return Err(v.err(
                     &f("kind"),
-                    format!("unknown fault kind \"{other}\": allowed are error, response_loss, reset, outage, brownout, latency, crash, partition, slowdown, host_down, cache_flush"),
+                    format!("unknown fault kind \"{other}\": allowed are error, response_loss, request_loss, reset, outage, brownout, latency, crash, partition, slowdown, host_down, cache_flush"),
                 ));
             }
         };

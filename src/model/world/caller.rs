@@ -388,6 +388,15 @@ impl World<'_> {
                     self.requests.get_mut(req).expect("live").to(Phase::Lost);
                     return req;
                 }
+                FaultKind::RequestLoss { probability }
+                    if f.hits(callee, replica, now)
+                        && self.rng.unit(&[purpose::FAULT, rkey, fi as u64]) < *probability =>
+                {
+                    // Lost before its service: it never executes, and its
+                    // caller cannot tell this timeout from a lost answer.
+                    self.requests.get_mut(req).expect("live").to(Phase::Lost);
+                    return req;
+                }
                 _ => {}
             }
         }
