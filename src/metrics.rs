@@ -18,7 +18,7 @@ pub use trace::{TraceDecision, TraceNote, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5,
 /// §8.3).
-pub const METRICS: [&str; 33] = [
+pub const METRICS: [&str; 34] = [
     "intents",
     "success_rate",
     "goodput_per_s",
@@ -40,6 +40,7 @@ pub const METRICS: [&str; 33] = [
     "hedges_per_intent",
     "hedge_wins",
     "throttled_per_intent",
+    "status_queries_per_intent",
     "cancelled_fraction",
     "recovery_time_s",
     "recovered_fraction",

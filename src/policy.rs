@@ -5,6 +5,6 @@
 
 pub use retrysim_policy::decision::Verdict;
 pub use retrysim_policy::{
-    Backoff, BackoffKind, DenyReason, Jitter, Outcome, Policy, RetryContext, RetryOn, backoff, breaker, budget, call,
-    decide, decision, file, hedge, outcome, throttle,
+    Backoff, BackoffKind, DenyReason, Jitter, OnUnknown, Outcome, Policy, RetryContext, RetryOn, backoff, breaker,
+    budget, call, decide, decision, file, hedge, outcome, throttle,
 };

@@ -74,6 +74,7 @@ pub struct ClientRaw {
 pub struct OperationRaw {
     pub name: String,
     pub idempotent: Option<bool>,
+    pub status_time: Option<String>,
 }
 
 /// `[[services]]`.

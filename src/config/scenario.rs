@@ -167,7 +167,12 @@ impl RateSchedule {
 pub struct OperationSpec {
     pub name: String,
     pub idempotent: bool,
+    /// The work a status query of it takes at its target (`on_unknown = "query"`).
+    pub status_time: Nanos,
 }
+
+/// The default `status_time`: 1 ms.
+pub const STATUS_TIME: Nanos = 1_000_000;
 
 /// What a service answers when its queue is full.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -83,7 +83,8 @@ pub fn scenario(
         if operations.iter().any(|x| x.name == o.name) {
             return Err(v.err(&format!("{field}.name"), "operation names must be unique"));
         }
-        operations.push(OperationSpec { name: o.name.clone(), idempotent: o.idempotent.unwrap_or(false) });
+        let status_time = v.positive_dur(&format!("{field}.status_time"), o.status_time.as_ref(), STATUS_TIME)?;
+        operations.push(OperationSpec { name: o.name.clone(), idempotent: o.idempotent.unwrap_or(false), status_time });
     }
 
     if raw.services.is_empty() {
@@ -190,7 +191,11 @@ pub fn scenario(
             })?,
             None => {
                 // An implicit, non-idempotent operation per client class.
-                operations.push(OperationSpec { name: format!("{}-request", c.name), idempotent: false });
+                operations.push(OperationSpec {
+                    name: format!("{}-request", c.name),
+                    idempotent: false,
+                    status_time: STATUS_TIME,
+                });
                 operations.len() - 1
             }
         };

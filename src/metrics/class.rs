@@ -38,6 +38,8 @@ pub struct ClassCounters {
     pub hedges: u64,
     pub hedge_wins: u64,
     pub throttled: u64,
+    /// Status queries sent for them (`on_unknown = "query"`, every edge).
+    pub status_queries: u64,
     /// Own service time of their executions that cancellation saved (ns).
     pub cancelled_ns: f64,
 }
@@ -62,6 +64,7 @@ impl ClassCounters {
             hedges: 0,
             hedge_wins: 0,
             throttled: 0,
+            status_queries: 0,
             cancelled_ns: 0.0,
         }
     }
@@ -113,6 +116,7 @@ impl ClassCounters {
         self.hedges += other.hedges;
         self.hedge_wins += other.hedge_wins;
         self.throttled += other.throttled;
+        self.status_queries += other.status_queries;
         self.cancelled_ns += other.cancelled_ns;
     }
 
@@ -145,6 +149,8 @@ pub struct Context {
     pub client_hedged: bool,
     pub throttled: bool,
     pub cancels: bool,
+    /// Some policy queries the state of an unknown outcome.
+    pub queries: bool,
 }
 
 /// The headline metrics of `c` (every name of [`METRICS`]; those the
@@ -192,6 +198,7 @@ pub fn headline(c: &ClassCounters, x: &Context) -> MetricMap {
     put("hedges_per_intent", if x.hedged { per_intent(c.hedges as f64) } else { None });
     put("hedge_wins", if x.client_hedged { per_intent(c.hedge_wins as f64) } else { None });
     put("throttled_per_intent", if x.throttled { per_intent(c.throttled as f64) } else { None });
+    put("status_queries_per_intent", if x.queries { per_intent(c.status_queries as f64) } else { None });
     let planned = c.work_ns + c.cancelled_ns;
     put("cancelled_fraction", (x.cancels && planned > 0.0).then(|| c.cancelled_ns / planned));
     m

@@ -224,6 +224,7 @@ impl RunCollector {
             client_hedged: s.clients.iter().any(|c| c.policy.hedging.is_some()),
             throttled: policies().any(|p| p.throttle.is_some()),
             cancels: policies().any(|p| p.cancel_on_timeout || p.hedging.as_ref().is_some_and(|h| h.cancel)),
+            queries: policies().any(|p| p.on_unknown == crate::policy::OnUnknown::Query),
         };
         let clients: Vec<ClientResult> = s
             .clients

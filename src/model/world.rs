@@ -186,6 +186,8 @@ struct Call {
     fill: u32,
     /// How long the throttle held the current attempt back.
     throttle_wait: Nanos,
+    /// An attempt of it committed at its target: a status query finds it.
+    committed: bool,
 }
 
 /// A service's plan: downstream call indices by phase.

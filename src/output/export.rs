@@ -14,7 +14,7 @@
 
 use crate::engine::{NEVER, Nanos};
 use crate::policy::budget::BudgetKind;
-use crate::policy::{BackoffKind, Jitter, Outcome, Policy};
+use crate::policy::{BackoffKind, Jitter, OnUnknown, Outcome, Policy};
 
 mod aws;
 mod envoy;
@@ -100,6 +100,27 @@ impl Exported {
 
 /// Translates `policy` for `target`.
 pub fn export(policy: &Policy, target: Target) -> Exported {
+    let mut x = by_target(policy, target);
+    // No target asks a server for a call's state before retrying.
+    let why = match policy.on_unknown {
+        OnUnknown::Query => Some(
+            "\"query\": the target cannot ask the server whether a timed-out request committed; it retries (or not) by \
+             its retry conditions alone. Make the status query in the application (retrysim-policy's Call or RetryState \
+             say when) and keep unknown outcomes out of the target's retry conditions",
+        ),
+        OnUnknown::GiveUp => Some(
+            "\"give_up\": the target retries what its retry conditions name, whether or not it may have executed; \
+             keep timeouts, resets and 500/502/504 out of them to give up on unknown outcomes",
+        ),
+        _ => None,
+    };
+    if let Some(why) = why {
+        x.lose("on_unknown", why);
+    }
+    x
+}
+
+fn by_target(policy: &Policy, target: Target) -> Exported {
     match target {
         Target::Grpc => to_grpc(policy),
         Target::Envoy => to_envoy(policy),

@@ -45,7 +45,7 @@ mod import_round_trip;
 mod lint;
 mod lint_hedging;
 mod load_balancing;
-mod lost_requests;
+
 mod memory_estimate;
 mod merge_checksums;
 mod metastability;
@@ -80,6 +80,7 @@ mod tune_emit;
 mod tune_input;
 mod tune_space;
 mod tutorial;
+mod unknown_outcomes;
 mod untrusted_inputs;
 mod warmup_checks;
 mod zero_delays;

@@ -217,9 +217,9 @@ fn the_time_estimate_is_within_a_small_factor_of_the_events_of_the_shipped_exper
     // The median within 0.6..1.6 and never more than 5 times too high (a
     // refusal of a run that would have been quick; the highest is a client
     // throttle that refuses most attempts locally, so far fewer are sent
-    // than the policy allows: adaptive-throttling's aws variant, 4.75). Low where attempts go
+    // than the policy allows: adaptive-throttling's aws variant, 4.56). Low where attempts go
     // beyond the three the estimate counts: a herd of 3000 with 10 attempts
-    // (0.27), 100 writers on one row with up to 1000 (occ-contention, 0.07).
+    // (0.26), 100 writers on one row with up to 1000 (occ-contention, 0.07).
     let median = ratios[ratios.len() / 2].0;
     assert!((0.6..1.6).contains(&median), "median {median}");
     assert!(hi.0 < 5.0, "{hi:?}");

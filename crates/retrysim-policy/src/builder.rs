@@ -55,6 +55,7 @@ impl Policy {
                 min_attempt_time: None,
                 retry_on: None,
                 retry_unknown_without_key: None,
+                on_unknown: None,
                 respect_retry_after: None,
                 max_retry_after: None,
                 backoff: None,
@@ -120,6 +121,14 @@ impl PolicyBuilder {
     /// sent without an idempotency key (default false).
     pub fn retry_unknown_without_key(mut self, yes: bool) -> Self {
         self.raw.retry_unknown_without_key = Some(yes);
+        self
+    }
+
+    /// What follows an outcome that may have executed (default
+    /// [`OnUnknown::Retry`]): with [`OnUnknown::Query`] the next attempt
+    /// asks the target whether the call committed.
+    pub fn on_unknown(mut self, what: crate::OnUnknown) -> Self {
+        self.raw.on_unknown = Some(what.label().to_string());
         self
     }
 

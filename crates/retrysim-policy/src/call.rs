@@ -31,7 +31,7 @@ mod hedge;
 
 use crate::breaker::Breaker;
 use crate::budget::Budget;
-use crate::decision::{DenyReason, RetryContext, Verdict, attempt_timeout, decide};
+use crate::decision::{DenyReason, NOT_FOUND, OnUnknown, RetryContext, Verdict, attempt_timeout, decide};
 use crate::hedge::Hedger;
 use crate::throttle::{Admission, Throttle};
 use crate::time::{NEVER, Nanos};
@@ -118,6 +118,9 @@ pub struct CallState {
     pub retry_cost: f64,
     /// The next attempt holds a throttle token it waited for.
     pub admitted: bool,
+    /// The current (or next) attempt is a status query, not the operation
+    /// (`on_unknown = "query"` after an outcome that may have executed).
+    pub querying: bool,
 }
 
 impl CallState {
@@ -132,6 +135,7 @@ impl CallState {
             prev_wait: 0,
             retry_cost: 0.0,
             admitted: false,
+            querying: false,
         }
     }
 
@@ -232,6 +236,7 @@ impl CallState {
             now,
             deadline_at: self.deadline_at,
             retry_after,
+            query: self.querying,
             backoff_wait: policy.backoff.delay_after(outcome, self.attempts, self.prev_wait, u),
             breaker_closed,
             budget_grants,
@@ -240,6 +245,13 @@ impl CallState {
             Verdict::Retry { wait } => {
                 self.retry_cost = guards.budget().map_or(0.0, |b| b.spend_retry(outcome));
                 self.prev_wait = wait;
+                // A query's `not found` sends the operation again; its other
+                // failures, and an unknown outcome under `query`, a query.
+                self.querying = if self.querying {
+                    outcome != NOT_FOUND
+                } else {
+                    policy.on_unknown == OnUnknown::Query && !outcome.nothing_executed()
+                };
                 Next::Retry { wait }
             }
             Verdict::Deny(reason) => Next::GiveUp(reason),

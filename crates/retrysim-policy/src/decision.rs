@@ -59,6 +59,46 @@ impl fmt::Display for DenyReason {
     }
 }
 
+/// What follows an outcome that may have executed (a timeout, a reset, a
+/// 500, 502 or 504): the policy's `on_unknown`.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum OnUnknown {
+    /// Send the operation again (when `retry_on` and safety allow).
+    #[default]
+    Retry,
+    /// Ask the target for the call's state first (a status query by the
+    /// call's key, itself an attempt): finish with the committed result,
+    /// or send the operation again after a `not found` (404).
+    Query,
+    /// End the call: its outcome stays unknown.
+    GiveUp,
+}
+
+impl OnUnknown {
+    /// The name written in a policy file.
+    pub fn label(self) -> &'static str {
+        match self {
+            OnUnknown::Retry => "retry",
+            OnUnknown::Query => "query",
+            OnUnknown::GiveUp => "give_up",
+        }
+    }
+
+    /// The value a policy file names, if it is one.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "retry" => Some(OnUnknown::Retry),
+            "query" => Some(OnUnknown::Query),
+            "give_up" => Some(OnUnknown::GiveUp),
+            _ => None,
+        }
+    }
+}
+
+/// A status query's answer that proves nothing committed: `not found`.
+pub const NOT_FOUND: Outcome = Outcome::Status(404);
+
 /// What the caller does after a failed attempt.
 #[must_use = "the decision says what the caller must do next"]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +125,8 @@ pub struct RetryContext {
     pub deadline_at: Nanos,
     /// Retry-After from the server, if any.
     pub retry_after: Option<Nanos>,
+    /// The failed attempt was a status query (`on_unknown = "query"`).
+    pub query: bool,
     /// The backoff wait drawn for this retry.
     pub backoff_wait: Nanos,
     /// The circuit breaker allows a call now.
@@ -96,13 +138,27 @@ pub struct RetryContext {
 /// Decides whether and when to retry, checking in this order:
 /// retryable, safe, attempts left, breaker, the wait against
 /// `max_retry_after` and the deadline, and the budget last.
+///
+/// With `on_unknown`: `give_up` denies an outcome that may have executed
+/// as unsafe; `query` makes it safe (the next attempt asks rather than
+/// repeats). A status query's `not found` ([`NOT_FOUND`]) proves nothing
+/// committed: the operation goes again at once, without `retry_on`; a
+/// query's other failures are retried under `retry_on` (a query is a read:
+/// always safe).
 #[inline]
 pub fn decide(policy: &Policy, ctx: &RetryContext) -> Verdict {
     let o = ctx.outcome;
-    if !policy.retry_on.contains(o) {
+    let not_found = ctx.query && o == NOT_FOUND;
+    if !not_found && !policy.retry_on.contains(o) {
         return Verdict::Deny(DenyReason::NotRetryable);
     }
-    let safe = ctx.idempotent || ctx.key_sent || o.nothing_executed() || policy.retry_unknown_without_key;
+    let unknown = !ctx.query && !o.nothing_executed();
+    let safe = match policy.on_unknown {
+        _ if ctx.query || !unknown => true,
+        OnUnknown::GiveUp => false,
+        OnUnknown::Query => true,
+        OnUnknown::Retry => ctx.idempotent || ctx.key_sent || policy.retry_unknown_without_key,
+    };
     if !safe {
         return Verdict::Deny(DenyReason::Unsafe);
     }
@@ -114,6 +170,7 @@ pub fn decide(policy: &Policy, ctx: &RetryContext) -> Verdict {
     }
     let respected = if policy.respect_retry_after { ctx.retry_after } else { None };
     let wait = match respected {
+        _ if not_found => 0,
         Some(ra) => {
             let limit = policy.max_retry_after.unwrap_or(policy.deadline);
             if ra > limit {
@@ -167,6 +224,7 @@ mod tests {
             now: 100 * MS,
             deadline_at: 1000 * MS,
             retry_after: None,
+            query: false,
             backoff_wait: 50 * MS,
             breaker_closed: true,
             budget_grants: true,

@@ -70,6 +70,9 @@ pub fn to_toml(p: &Policy) -> String {
     }
     let _ = writeln!(out, "retry_on = [{}]", outcomes(&p.retry_on));
     let _ = writeln!(out, "retry_unknown_without_key = {}", p.retry_unknown_without_key);
+    if p.on_unknown != crate::OnUnknown::Retry {
+        let _ = writeln!(out, "on_unknown = \"{}\"", p.on_unknown.label());
+    }
     let _ = writeln!(out, "respect_retry_after = {}", p.respect_retry_after);
     if let Some(m) = p.max_retry_after {
         let _ = writeln!(out, "max_retry_after = \"{}\"", duration(m));

@@ -108,7 +108,7 @@ pub mod vectors;
 
 pub use backoff::{BackoffKind, Jitter};
 pub use builder::PolicyBuilder;
-pub use decision::DenyReason;
+pub use decision::{DenyReason, OnUnknown};
 pub use error::{PolicyError, PolicyErrorKind};
 pub use hedged::HedgedState;
 pub use machine::{Call, CallAction, CallInput};
@@ -160,6 +160,9 @@ pub struct Policy {
     pub retry_on: RetryOn,
     /// Retry outcomes that may have executed on non-idempotent operations sent without a key.
     pub retry_unknown_without_key: bool,
+    /// What follows an outcome that may have executed (a timeout, a reset,
+    /// a 500): retry it, ask the target for the call's state first, or give up.
+    pub on_unknown: OnUnknown,
     /// Wait what a 429/503 Retry-After says instead of the backoff.
     pub respect_retry_after: bool,
     /// Give up instead of waiting longer than this: `None` = the deadline,
@@ -200,6 +203,7 @@ impl Default for Policy {
             min_attempt_time: 0,
             retry_on: RetryOn::default(),
             retry_unknown_without_key: false,
+            on_unknown: OnUnknown::Retry,
             respect_retry_after: true,
             max_retry_after: None,
             backoff: Backoff::default(),

@@ -14,6 +14,7 @@ pub struct PolicyRaw {
     pub min_attempt_time: Option<String>,
     pub retry_on: Option<Vec<toml::Value>>,
     pub retry_unknown_without_key: Option<bool>,
+    pub on_unknown: Option<String>,
     pub respect_retry_after: Option<bool>,
     pub max_retry_after: Option<String>,
     pub backoff: Option<BackoffRaw>,

@@ -27,6 +27,12 @@ pub struct Attempt {
     /// Give the attempt up after this long (the per-try timeout clipped to
     /// the deadline left) and report [`Outcome::Timeout`]; `None` = no limit.
     pub timeout: Option<Duration>,
+    /// Send a status query instead of the operation (`on_unknown =
+    /// "query"`, after an outcome that may have executed): return `Ok` with
+    /// the committed result if the target has the call's record, a
+    /// [`Failure`] with `Outcome::Status(404)` if it has none (the
+    /// operation then goes again), or the query's own failure.
+    pub query: bool,
 }
 
 /// A failed attempt: its outcome, the server's Retry-After and the error.
@@ -96,15 +102,16 @@ pub fn retry_with<T, E, R: Random>(
     let mut state = shared.call(Instant::now(), rng);
     let mut last: Option<Failure<E>> = None;
     loop {
-        let timeout = match state.before_attempt(Instant::now()) {
-            Ok(Admit::Send { timeout }) => timeout,
+        let (timeout, query) = match state.before_attempt(Instant::now()) {
+            Ok(Admit::Send { timeout }) => (timeout, false),
+            Ok(Admit::Query { timeout }) => (timeout, true),
             Ok(Admit::Wait(wait)) => {
                 std::thread::sleep(wait);
                 continue;
             }
             Err(reason) => return Err(RetryError { reason, attempts: state.attempts(), last }),
         };
-        let attempt = Attempt { number: state.attempts(), timeout };
+        let attempt = Attempt { number: state.attempts(), timeout, query };
         let (outcome, retry_after) = match call(&attempt) {
             Ok(value) => {
                 let _ = state.after_outcome(Outcome::Ok, Instant::now(), None);

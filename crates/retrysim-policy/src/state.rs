@@ -146,6 +146,18 @@ pub enum Admit {
     /// The throttle holds a token for it: wait this long, then call
     /// [`RetryState::before_attempt`] again.
     Wait(Duration),
+    /// Send a status query now instead of the operation (`on_unknown =
+    /// "query"` after an outcome that may have executed): ask the target
+    /// whether this call's operation committed, by its key, and give the
+    /// query up after `timeout`. Report [`Outcome::Ok`] when it did (the
+    /// call then ends with the committed result), `Outcome::Status(404)`
+    /// when the target has no record of it (the operation goes again), or
+    /// the query's failure.
+    Query {
+        /// The per-try timeout clipped to the deadline left; `None` = wait as
+        /// long as it takes.
+        timeout: Option<Duration>,
+    },
 }
 
 /// What the caller does after an attempt's outcome.
@@ -226,6 +238,7 @@ impl<R: Random> RetryState<R> {
         let mut draw = self.draws.draw();
         match self.machine.next_attempt(&shared.policy, s, t, |_, _| draw()) {
             Admission::Hold { wait } => Ok(Admit::Wait(Duration::from_nanos(wait))),
+            Admission::Send { timeout, .. } if self.machine.st.querying => Ok(Admit::Query { timeout: duration(timeout) }),
             Admission::Send { timeout, .. } => Ok(Admit::Send { timeout: duration(timeout) }),
             Admission::Refused { .. } => Err(DenyReason::Throttled),
         }

@@ -80,10 +80,37 @@ impl<E: std::error::Error + 'static> std::error::Error for RetryFailure<E> {
     }
 }
 
+/// How a [`RetryLayer`] asks for a call's state (`on_unknown = "query"`):
+/// the status request for an original request.
+pub trait StatusQuery<Req> {
+    /// The status request asking whether `original` committed, if the layer
+    /// can make one.
+    fn status_request(&self, original: &Req) -> Option<Req>;
+}
+
+/// A layer without status queries: under `on_unknown = "query"` a call
+/// whose outcome may have executed ends with that outcome, as `give_up`
+/// would (set one with [`RetryLayer::status_query`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoStatusQuery;
+
+impl<Req> StatusQuery<Req> for NoStatusQuery {
+    fn status_request(&self, _: &Req) -> Option<Req> {
+        None
+    }
+}
+
+impl<Req, F: Fn(&Req) -> Req> StatusQuery<Req> for F {
+    fn status_request(&self, original: &Req) -> Option<Req> {
+        Some(self(original))
+    }
+}
+
 /// The layer: one policy and one [`Shared`] state for every service it wraps.
 #[derive(Clone)]
-pub struct RetryLayer<C, Z> {
+pub struct RetryLayer<C, Z, Q = NoStatusQuery> {
     setup: Setup<C, Z>,
+    query: Q,
 }
 
 impl<C, Z> RetryLayer<C, Z> {
@@ -96,14 +123,26 @@ impl<C, Z> RetryLayer<C, Z> {
     /// A layer whose calls share `shared` (its policy, budget, breaker and
     /// throttle) with other layers or calls of the same client.
     pub fn with_shared(shared: Shared, classify: C, sleep: Z) -> Self {
-        Self { setup: Setup::new(shared, classify, sleep) }
+        Self { setup: Setup::new(shared, classify, sleep), query: NoStatusQuery }
+    }
+}
+
+impl<C, Z, Q> RetryLayer<C, Z, Q> {
+    /// The same layer asking for a call's state with `status`, which makes
+    /// the status request (such as `GET /payments/{key}`) for an original
+    /// request, when the policy says `on_unknown = "query"`. `classify`
+    /// names its answer: [`Outcome::Ok`] when the original committed (the
+    /// call ends with this answer), `Outcome::Status(404)` when it did not
+    /// (the original goes again).
+    pub fn status_query<F>(self, status: F) -> RetryLayer<C, Z, F> {
+        RetryLayer { setup: self.setup, query: status }
     }
 
     /// The same layer with reproducible jitter: the `k`-th call (counting
     /// from 0, over every service of this layer) draws from
     /// `SplitMix::new(seed + k)`.
     pub fn seeded(self, seed: u64) -> Self {
-        Self { setup: self.setup.seeded(seed) }
+        Self { setup: self.setup.seeded(seed), query: self.query }
     }
 
     /// The shared state (budget, breaker, throttle) of every wrapped service.
@@ -112,23 +151,25 @@ impl<C, Z> RetryLayer<C, Z> {
     }
 }
 
-impl<S, C: Clone, Z: Clone> Layer<S> for RetryLayer<C, Z> {
-    type Service = Retry<S, C, Z>;
+impl<S, C: Clone, Z: Clone, Q: Clone> Layer<S> for RetryLayer<C, Z, Q> {
+    type Service = Retry<S, C, Z, Q>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Retry { inner, setup: self.setup.clone() }
+        Retry { inner, setup: self.setup.clone(), query: self.query.clone() }
     }
 }
 
 /// The service [`RetryLayer`] makes.
 #[derive(Clone)]
-pub struct Retry<S, C, Z> {
+pub struct Retry<S, C, Z, Q = NoStatusQuery> {
     inner: S,
     setup: Setup<C, Z>,
+    query: Q,
 }
 
-impl<S, Req, C, Z> Service<Req> for Retry<S, C, Z>
+impl<S, Req, C, Z, Q> Service<Req> for Retry<S, C, Z, Q>
 where
+    Q: StatusQuery<Req> + Clone + Send + 'static,
     S: Service<Req> + Clone + Send + 'static,
     S::Future: Send,
     S::Response: Send,
@@ -152,11 +193,18 @@ where
         let mut first = Some(ready);
         let rng = self.setup.next_rng();
         let Setup { shared, classify, sleep, .. } = self.setup.clone();
+        let query = self.query.clone();
         Box::pin(async move {
             let mut state = shared.call(Instant::now(), rng);
+            let mut last: Option<Option<Result<S::Response, S::Error>>> = None;
             loop {
-                let timeout = match state.before_attempt(Instant::now()) {
-                    Ok(Admit::Send { timeout }) => timeout,
+                let (timeout, sent) = match state.before_attempt(Instant::now()) {
+                    Ok(Admit::Send { timeout }) => (timeout, req.clone()),
+                    Ok(Admit::Query { timeout }) => match query.status_request(&req) {
+                        Some(status) => (timeout, status),
+                        // No status query: the unknown outcome stands.
+                        None => return finished(last.expect("a query follows an attempt")),
+                    },
                     Ok(Admit::Wait(w)) => {
                         sleep(w).await;
                         continue;
@@ -164,10 +212,10 @@ where
                     Err(reason) => return Err(RetryFailure::Refused(reason)),
                 };
                 let attempt = match first.take() {
-                    Some(mut ready) => ready.call(req.clone()),
+                    Some(mut ready) => ready.call(sent),
                     None => {
                         poll_fn(|cx| svc.poll_ready(cx)).await.map_err(RetryFailure::Inner)?;
-                        svc.call(req.clone())
+                        svc.call(sent)
                     }
                 };
                 let result = race(attempt, timeout.map(&sleep)).await;
@@ -176,16 +224,22 @@ where
                     None => (Outcome::Timeout, None),
                 };
                 match state.after_outcome(outcome, Instant::now(), retry_after) {
-                    Decision::Retry { wait } => sleep(wait).await,
-                    _ => {
-                        return match result {
-                            Some(r) => r.map_err(RetryFailure::Inner),
-                            None => Err(RetryFailure::TimedOut),
-                        };
+                    Decision::Retry { wait } => {
+                        last = Some(result);
+                        sleep(wait).await
                     }
+                    _ => return finished(result),
                 }
             }
         })
+    }
+}
+
+/// The call's result from its last attempt (`None`: it timed out).
+fn finished<R, E>(result: Option<Result<R, E>>) -> Result<R, RetryFailure<E>> {
+    match result {
+        Some(r) => r.map_err(RetryFailure::Inner),
+        None => Err(RetryFailure::TimedOut),
     }
 }
 

@@ -156,6 +156,7 @@ fn replay(case: &Value) -> Result<usize, String> {
             }
             "before_attempt" => match calls[step["call"].as_u64().unwrap() as usize].before_attempt(now) {
                 Ok(Admit::Send { timeout }) => serde_json::json!({ "admit": "send", "timeout": opt(timeout) }),
+                Ok(Admit::Query { timeout }) => serde_json::json!({ "admit": "query", "timeout": opt(timeout) }),
                 Ok(Admit::Wait(w)) => serde_json::json!({ "admit": "wait", "wait": ns(w) }),
                 Ok(other) => return Err(format!("step {n}: an admission the vectors lack: {other:?}")),
                 Err(r) => serde_json::json!({ "admit": "refuse", "reason": r.label() }),

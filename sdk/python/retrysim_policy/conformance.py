@@ -54,8 +54,8 @@ def _same(a, b, path, errors):
 
 
 def _expect_before(r):
-    if r[0] == "send":
-        return {"admit": "send", "timeout": None if r[1] == 2**64 - 1 else r[1]}
+    if r[0] in ("send", "query"):
+        return {"admit": r[0], "timeout": None if r[1] == 2**64 - 1 else r[1]}
     if r[0] == "wait":
         return {"admit": "wait", "wait": r[1]}
     return {"admit": "refuse", "reason": r[1]}

@@ -182,6 +182,7 @@ class Policy:
     min_attempt_time: int = 0
     retry_on: RetryOn = field(default_factory=lambda: RetryOn.parse(["connect_error", "503"]))
     retry_unknown_without_key: bool = False
+    on_unknown: str = "retry"  # retry | query | give_up
     respect_retry_after: bool = True
     max_retry_after: Optional[int] = None
     retry_after_clamp: Optional[int] = None
@@ -214,6 +215,9 @@ class Policy:
         if "retry_on" in t:
             p.retry_on = RetryOn.parse(t["retry_on"])
         p.retry_unknown_without_key = bool(t.get("retry_unknown_without_key", False))
+        p.on_unknown = t.get("on_unknown", "retry")
+        if p.on_unknown not in ("retry", "query", "give_up"):
+            raise ValueError(f"on_unknown: {p.on_unknown!r} is not allowed: use 'retry', 'query' or 'give_up'")
         p.respect_retry_after = bool(t.get("respect_retry_after", True))
         p.max_retry_after = dur("max_retry_after", None)
         p.retry_after_clamp = dur("retry_after_clamp", None)

@@ -9,21 +9,36 @@ from .machines import AwsAdaptive, Breaker, Budget, SreThrottle, backoff_delay
 from .policy import NEVER, Policy, nothing_executed
 
 
+NOT_FOUND = "404"
+
+
 def decide(p: Policy, outcome: str, idempotent: bool, key_sent: bool, attempts_made: int, now: int,
            deadline_at: int, retry_after: Optional[int], backoff_wait: int, breaker_closed: bool,
-           budget_grants: bool):
+           budget_grants: bool, query: bool = False):
     """("retry", wait) or ("deny", reason), checking in order: retryable,
-    safe, attempts left, breaker, Retry-After, deadline, budget."""
-    if not p.retry_on.contains(outcome):
+    safe, attempts left, breaker, Retry-After, deadline, budget. ``query``:
+    the failed attempt was a status query (``on_unknown = "query"``); its
+    ``not found`` (404) sends the operation again at once."""
+    not_found = query and outcome == NOT_FOUND
+    if not not_found and not p.retry_on.contains(outcome):
         return ("deny", "not_retryable")
-    if not (idempotent or key_sent or nothing_executed(outcome) or p.retry_unknown_without_key):
+    unknown = not query and not nothing_executed(outcome)
+    if query or not unknown or p.on_unknown == "query":
+        safe = True
+    elif p.on_unknown == "give_up":
+        safe = False
+    else:
+        safe = idempotent or key_sent or p.retry_unknown_without_key
+    if not safe:
         return ("deny", "unsafe")
     if attempts_made >= p.max_attempts:
         return ("deny", "max_attempts")
     if not breaker_closed:
         return ("deny", "breaker_open")
     respected = retry_after if p.respect_retry_after else None
-    if respected is not None:
+    if not_found:
+        wait = 0
+    elif respected is not None:
         limit = p.max_retry_after if p.max_retry_after is not None else p.deadline
         if respected > limit:
             return ("deny", "retry_after_too_long")
@@ -84,6 +99,7 @@ class RetryState:
         self.prev_wait = 0
         self.retry_cost = 0.0
         self.admitted = False
+        self.querying = False
 
     def _release_retry(self) -> None:
         """A refused retry that the budget counted when it was decided."""
@@ -91,7 +107,7 @@ class RetryState:
             self.shared.budget.release_retry()
 
     def before_attempt(self, now: int):
-        """("send", timeout) | ("wait", ns) | ("refuse", reason)."""
+        """("send", timeout) | ("query", timeout) | ("wait", ns) | ("refuse", reason)."""
         s = self.shared
         if self.attempts == 0 and not self.admitted and s.breaker and not s.breaker.allows_first(now):
             return ("refuse", "breaker_open")
@@ -116,7 +132,7 @@ class RetryState:
             s.budget.on_send(now, self.attempts > 1)
         if s.breaker:
             s.breaker.on_send(now)
-        return ("send", attempt_timeout(self.p, now, self.deadline_at))
+        return ("query" if self.querying else "send", attempt_timeout(self.p, now, self.deadline_at))
 
     def after_outcome(self, outcome: str, now: int, retry_after: Optional[int]):
         """("done",) | ("retry", wait) | ("give_up", reason)."""
@@ -139,9 +155,13 @@ class RetryState:
         u = self.draw()
         wait0 = backoff_delay(p.backoff, outcome, self.attempts, self.prev_wait, u)
         d = decide(p, outcome, self.idempotent, self.key_sent, self.attempts, now, self.deadline_at, retry_after,
-                   wait0, closed, grants)
+                   wait0, closed, grants, self.querying)
         if d[0] == "retry":
             self.retry_cost = s.budget.spend_retry(outcome) if s.budget else 0.0
             self.prev_wait = d[1]
+            if self.querying:
+                self.querying = outcome != NOT_FOUND
+            else:
+                self.querying = p.on_unknown == "query" and not nothing_executed(outcome)
             return ("retry", d[1])
         return ("give_up", d[1])

@@ -168,6 +168,11 @@ impl<'a> Graph<'a> {
         if p.max_attempts < 2 || unknown_outcomes(p).is_empty() || self.unsafe_ops(e).is_empty() {
             return None;
         }
+        if p.on_unknown != crate::policy::OnUnknown::Retry {
+            // It asks for the state of an unknown outcome, or gives up on it:
+            // it never repeats one blindly.
+            return None;
+        }
         if let Caller::Service { service, index } = self.s.edges[e].caller {
             let c = &self.s.services[service].calls[index];
             if c.when == When::Outbox && c.dedup {

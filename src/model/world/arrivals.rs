@@ -176,6 +176,7 @@ impl<'s> World<'s> {
                 tried: 0,
                 fill: NO_FILL,
                 throttle_wait: 0,
+                committed: false,
             });
             self.send(call);
         }

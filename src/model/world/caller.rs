@@ -349,12 +349,16 @@ impl World<'_> {
             fingerprint: call.fingerprint,
             rkey,
             expires_at: now.saturating_add(timeout),
+            query: call.machine.st.querying,
         }));
-        let intent = call.intent;
+        let (intent, query) = (call.intent, call.machine.st.querying);
         let it = self.intents.get_mut(intent).expect("live intent");
         it.outstanding += 1;
         let counts = self.m.counts(it.tally);
         counts.edge_attempts[edge] += 1;
+        if query {
+            counts.classes[it.tally.client()].status_queries += 1;
+        }
         if let Some(slot) = self.hosts[host].slot {
             counts.host_sent[slot as usize - self.s.services.len()] += 1;
             self.mark_active(req);

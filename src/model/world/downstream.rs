@@ -32,6 +32,13 @@ impl World<'_> {
 
     /// Goes on with a request's plan until it waits for a call or answers.
     pub(super) fn advance(&mut self, id: Id) {
+        let req = self.requests.get(id).expect("live request");
+        if req.query {
+            // The business record carries the call's key: found or not.
+            let committed = self.calls.get(req.call).is_some_and(|c| c.committed);
+            self.finish_request(id, if committed { Outcome::Ok } else { crate::policy::decision::NOT_FOUND });
+            return;
+        }
         loop {
             let req = self.requests.get(id).expect("live request");
             let svc = req.service as usize;
@@ -123,6 +130,7 @@ impl World<'_> {
             tried: 0,
             fill,
             throttle_wait: 0,
+            committed: false,
         };
         let call = self.calls.insert(call);
         self.send(call);
@@ -145,8 +153,11 @@ impl World<'_> {
             self.services[svc].versions[row] += 1;
         }
         let (intent, rkey, operation, edge) = (req.intent, req.rkey, req.operation as usize, req.edge as usize);
-        let (idem_key, fingerprint, ledger_key) = (req.idem_key, req.fingerprint, req.ledger_key);
+        let (idem_key, fingerprint, ledger_key, call) = (req.idem_key, req.fingerprint, req.ledger_key, req.call);
         self.requests.get_mut(id).expect("live").to(Phase::Committed);
+        if let Some(call) = self.calls.get_mut(call) {
+            call.committed = true;
+        }
         if let Some(key) = ledger_key {
             self.record_result(req_host, key);
         }
@@ -191,6 +202,7 @@ impl World<'_> {
                 tried: 0,
                 fill: NO_FILL,
                 throttle_wait: 0,
+                committed: false,
             });
             let delay = call.relay_delay.sample(&self.rng, &[purpose::RELAY_DELAY, key]);
             self.q.schedule_in(delay, Event::Retry { call: relay });

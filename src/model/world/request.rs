@@ -129,6 +129,9 @@ pub(super) struct Request {
     pub(super) version: u64,
     pub(super) answer: Outcome,
     pub(super) retry_after: Option<Nanos>,
+    /// A status query (`on_unknown = "query"`): it asks whether its call
+    /// committed and does nothing else.
+    pub(super) query: bool,
 }
 
 /// Where a new attempt goes and what it carries.
@@ -143,6 +146,7 @@ pub(super) struct Sent {
     pub(super) fingerprint: u64,
     pub(super) rkey: u64,
     pub(super) expires_at: Nanos,
+    pub(super) query: bool,
 }
 
 impl Request {
@@ -171,6 +175,7 @@ impl Request {
             version: 0,
             answer: Outcome::Ok,
             retry_after: None,
+            query: s.query,
         }
     }
 

@@ -126,6 +126,10 @@ impl World<'_> {
     /// With a worker: the ledger is consulted, then the request's own work
     /// starts (and, with optimistic concurrency, it reads its row's version).
     pub(super) fn begin(&mut self, id: Id) {
+        if self.requests.get(id).expect("live request").query {
+            self.begin_query(id);
+            return;
+        }
         if !self.ledger_admits(id) {
             return;
         }
@@ -164,6 +168,26 @@ impl World<'_> {
         } else {
             self.q.schedule_in(demand, Event::Done { req: id });
         }
+    }
+
+    /// A status query with a worker: it looks its call's record up for its
+    /// operation's `status_time` (slowed down as any work), without the
+    /// ledger, and does nothing else.
+    fn begin_query(&mut self, id: Id) {
+        let req = self.requests.get(id).expect("live request");
+        let h = req.host as usize;
+        let mut demand = self.s.operations[req.operation as usize].status_time;
+        if self.has_slowdowns() {
+            let speed = self.slowdown_at(h);
+            if speed != 1.0 {
+                demand = from_secs_f64(demand as f64 * speed / 1e9);
+            }
+        }
+        let r = self.requests.get_mut(id).expect("live");
+        r.demand = demand;
+        r.to(Phase::Working);
+        r.done_at = self.q.now().saturating_add(demand);
+        self.q.schedule_in(demand, Event::Done { req: id });
     }
 
     /// The request's own work is done: account it, then go on with its plan.

@@ -49,6 +49,20 @@ pub enum CallAction {
         /// Its per-try timeout clipped to the deadline left.
         timeout: Option<Duration>,
     },
+    /// Send a status query as copy `copy` now instead of the operation
+    /// (`on_unknown = "query"`, after an outcome that may have executed):
+    /// ask the target whether the call's operation committed, by its key,
+    /// and report [`CallInput::Timeout`] after `timeout` unless it answered
+    /// first. Report its answer as [`CallInput::Answer`]: [`Outcome::Ok`]
+    /// when it committed (the call finishes with that result),
+    /// `Outcome::Status(404)` when the target has no record (the operation
+    /// goes again), or the query's failure.
+    Query {
+        /// The copy: 0, 1, 2, … in the order sent (queries count as attempts).
+        copy: u32,
+        /// Its per-try timeout clipped to the deadline left.
+        timeout: Option<Duration>,
+    },
     /// Report [`CallInput::Timer`] at this instant (a backoff, a throttle
     /// token, or the next hedge's delay); it replaces any earlier one.
     WakeAt(Instant),
@@ -233,7 +247,12 @@ impl<R: Random> Call<R> {
                 if !self.machine.hedged() {
                     self.current = Some(copy);
                 }
-                steps.push(CallAction::Send { copy, timeout: duration(timeout) });
+                let timeout = duration(timeout);
+                steps.push(if self.machine.st.querying {
+                    CallAction::Query { copy, timeout }
+                } else {
+                    CallAction::Send { copy, timeout }
+                });
                 if let Some(delay) = hedge_due {
                     self.timer = Some(Timer::Hedge(1));
                     steps.push(CallAction::WakeAt(now + Duration::from_nanos(delay)));
@@ -392,6 +411,41 @@ mod tests {
         // Nothing is ever accepted: the SRE throttle refuses with
         // probability (requests - 2 accepts) / (requests + 1), close to 1.
         assert!(refused > 150 && sent >= 1, "refused {refused}, sent {sent}");
+    }
+
+    #[test]
+    fn an_unknown_outcome_is_queried_and_a_not_found_sends_the_operation_again() {
+        let policy = Policy::builder()
+            .max_attempts(4)
+            .per_try_timeout(ms(100))
+            .retry_on(["timeout", "503"])
+            .on_unknown(crate::OnUnknown::Query)
+            .build()
+            .unwrap();
+        let t0 = Instant::now();
+        let client = Shared::with_origin(policy, t0);
+        let mut call = Call::new(client.clone(), SplitMix::new(1)).operation(false, false);
+        let send = |copy| CallAction::Send { copy, timeout: Some(ms(100)) };
+        let query = |copy| CallAction::Query { copy, timeout: Some(ms(100)) };
+        assert_eq!(call.handle(CallInput::Start, t0), [send(0)]);
+        // A timeout on a POST without a key: ask, do not repeat.
+        assert_eq!(
+            call.handle(CallInput::Timeout { copy: 0 }, t0 + ms(100)),
+            [CallAction::Abandon { copy: 0, cancel: false }, query(1)]
+        );
+        let failed = CallInput::Answer { copy: 1, outcome: Outcome::Status(503), retry_after: None };
+        assert_eq!(call.handle(failed, t0 + ms(102)), [query(2)], "a failed query is asked again");
+        let not_found = CallInput::Answer { copy: 2, outcome: Outcome::Status(404), retry_after: None };
+        assert_eq!(call.handle(not_found, t0 + ms(104)), [send(3)], "nothing committed: the operation goes again");
+        let done = CallInput::Answer { copy: 3, outcome: Outcome::Ok, retry_after: None };
+        assert_eq!(call.handle(done, t0 + ms(110)), [CallAction::Finish(Ok(()))]);
+        // Committed: the query's answer ends the call.
+        let mut call = Call::new(client, SplitMix::new(2)).operation(false, false);
+        let _ = call.handle(CallInput::Start, t0);
+        let _ = call.handle(CallInput::Timeout { copy: 0 }, t0 + ms(100));
+        let found = CallInput::Answer { copy: 1, outcome: Outcome::Ok, retry_after: None };
+        assert_eq!(call.handle(found, t0 + ms(102)), [CallAction::Finish(Ok(()))]);
+        assert_eq!(call.attempts(), 2);
     }
 
     #[test]

@@ -170,6 +170,7 @@ where
                 match state.before_first(now) {
                     Ok(Admit::Send { timeout }) => break timeout,
                     Ok(Admit::Wait(w)) => sleep.clone()(w).await,
+                    Ok(_) => unreachable!("a hedged call's first step sends the operation or waits"),
                     Err(reason) => return Err(RetryFailure::Refused(reason)),
                 }
                 now = Instant::now();

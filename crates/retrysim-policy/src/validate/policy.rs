@@ -9,7 +9,7 @@ use crate::hedge::{HedgeDelay, HedgeSpec};
 use crate::raw::{BackoffRaw, BreakerRaw, HedgingRaw, PolicyRaw, ThrottleRaw};
 use crate::throttle::{ThrottleKind, ThrottleSpec};
 use crate::time::NEVER;
-use crate::{Backoff, BackoffKind, Jitter, Policy, RetryOn};
+use crate::{Backoff, BackoffKind, Jitter, OnUnknown, Policy, RetryOn};
 
 /// Validates a policy table. `prefix` is the field path of the table in its
 /// file (empty for a policy file).
@@ -62,6 +62,18 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
         None => None,
         Some(t) => Some(throttle(&v, t, &f("throttle"))?),
     };
+    let on_unknown = match raw.on_unknown.as_deref() {
+        None => OnUnknown::Retry,
+        Some(text) => OnUnknown::parse(text).ok_or_else(|| {
+            v.err(&f("on_unknown"), format!("\"{text}\" is not allowed: use \"retry\", \"query\" or \"give_up\""))
+        })?,
+    };
+    if on_unknown == OnUnknown::Query && hedging.is_some() {
+        return Err(v.err(
+            &f("on_unknown"),
+            "\"query\" asks for the state of one attempt at a time and cannot be combined with [hedging] (whose copies race): use \"retry\" or \"give_up\", or drop [hedging]",
+        ));
+    }
     let retry_after_clamp = match &raw.retry_after_clamp {
         None => None,
         Some(text) => Some(v.dur(&f("retry_after_clamp"), Some(text), 0)?),
@@ -74,6 +86,7 @@ pub fn policy(raw: &PolicyRaw, file: &str, prefix: &str) -> InputResult<Policy> 
         min_attempt_time,
         retry_on,
         retry_unknown_without_key: raw.retry_unknown_without_key.unwrap_or(false),
+        on_unknown,
         respect_retry_after: raw.respect_retry_after.unwrap_or(true),
         max_retry_after,
         backoff,

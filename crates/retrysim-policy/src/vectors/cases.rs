@@ -9,7 +9,7 @@ use crate::budget::{BudgetKind, BudgetScope, BudgetSpec};
 use crate::random::{Random, SplitMix};
 use crate::throttle::{ThrottleKind, ThrottleSpec};
 use crate::time::{NEVER, Nanos};
-use crate::{Outcome, Policy, RetryOn};
+use crate::{OnUnknown, Outcome, Policy, RetryOn};
 
 /// Cases `retrysim vectors` writes by default.
 pub const DEFAULT_CASES: usize = 50;
@@ -113,8 +113,24 @@ pub fn designed_cases(base: &Policy) -> Vec<Case> {
     );
     add(
         "rule 2: retry_unknown_without_key retries what may have run",
-        Policy { retry_unknown_without_key: true, ..unsafe_p },
+        Policy { retry_unknown_without_key: true, ..unsafe_p.clone() },
         seq(vec![CallScript { idempotent: false, ..call(vec![st(500, 5), ok(5)]) }]),
+    );
+    let query_p = Policy { on_unknown: OnUnknown::Query, max_attempts: 4, ..unsafe_p.clone() };
+    add(
+        "on_unknown query: a 500 is followed by a status query; committed ends the call",
+        query_p.clone(),
+        seq(vec![CallScript { idempotent: false, ..call(vec![st(500, 5), ok(2)]) }]),
+    );
+    add(
+        "on_unknown query: a failed query is queried again, not found sends the operation again",
+        query_p,
+        seq(vec![CallScript { idempotent: false, ..call(vec![st(500, 5), st(503, 2), st(404, 2), ok(5)]) }]),
+    );
+    add(
+        "on_unknown give_up: an outcome that may have run ends the call, even when idempotent",
+        Policy { on_unknown: OnUnknown::GiveUp, ..unsafe_p },
+        seq(vec![call(vec![st(503, 5), st(500, 5)])]),
     );
     add(
         "rule 3: max_attempts",

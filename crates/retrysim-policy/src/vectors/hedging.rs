@@ -189,6 +189,7 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
         let r = match st.before_first(rec.at(now)) {
             Ok(Admit::Send { timeout }) => Ok(Before::Send(ns_or_never(timeout))),
             Ok(Admit::Wait(w)) => Ok(Before::Wait(ns(w))),
+            Ok(_) => unreachable!("a hedged call's first step sends the operation or waits"),
             Err(reason) => Err(reason),
         };
         let draw = st.take_draw();
@@ -198,6 +199,7 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
                 json!({ "admit": "send", "timeout": opt(timeout), "hedge_due": due(&st) })
             }
             Ok(Before::Wait(w)) => json!({ "admit": "wait", "wait": w }),
+            Ok(Before::Query(_)) => unreachable!("never made above"),
             Err(reason) => {
                 rec.covers.insert(format!("refuse:{reason}"));
                 json!({ "admit": "refuse", "reason": reason.label() })
@@ -213,6 +215,7 @@ fn run_one(rec: &mut Rec, i: usize, start: Nanos, c: &HedgedScript) -> Nanos {
                 break;
             }
             Ok(Before::Wait(w)) => now += w,
+            Ok(Before::Query(_)) => unreachable!("never made above"),
             Err(_) => return now,
         }
     }

@@ -101,6 +101,8 @@ pub(super) fn ns_or_never(d: Option<Duration>) -> Nanos {
 pub(super) enum Before {
     /// Send it with this timeout ([`NEVER`] = none).
     Send(Nanos),
+    /// Send a status query with this timeout instead (`on_unknown = "query"`).
+    Query(Nanos),
     /// Wait this long first.
     Wait(Nanos),
 }
@@ -174,16 +176,23 @@ impl<'p> Rec<'p> {
         let at = self.at(now);
         let r = match self.calls[i].before_attempt(at) {
             Ok(Admit::Send { timeout }) => Ok(Before::Send(ns_or_never(timeout))),
+            Ok(Admit::Query { timeout }) => Ok(Before::Query(ns_or_never(timeout))),
             Ok(Admit::Wait(w)) => Ok(Before::Wait(ns(w))),
             Err(reason) => Err(reason),
         };
         let draw = self.calls[i].take_draw();
         let expect = match r {
-            Ok(Before::Send(timeout)) => {
+            Ok(Before::Send(timeout) | Before::Query(timeout)) => {
                 if timeout != NEVER && timeout < self.policy.per_try_timeout {
                     self.covers.insert("timeout:clipped_to_deadline".into());
                 }
-                json!({ "admit": "send", "timeout": opt(timeout) })
+                let admit = if matches!(r, Ok(Before::Query(_))) {
+                    self.covers.insert("on_unknown:query".into());
+                    "query"
+                } else {
+                    "send"
+                };
+                json!({ "admit": admit, "timeout": opt(timeout) })
             }
             Ok(Before::Wait(w)) => {
                 self.covers.insert("throttle:wait".into());
@@ -371,7 +380,7 @@ fn run_call(rec: &mut Rec, start: Nanos, c: &CallScript) -> Nanos {
     let mut k = 0;
     loop {
         let timeout = match rec.before(i, now) {
-            Ok(Before::Send(timeout)) => timeout,
+            Ok(Before::Send(timeout) | Before::Query(timeout)) => timeout,
             Ok(Before::Wait(w)) => {
                 now += w;
                 continue;
