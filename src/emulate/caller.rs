@@ -36,6 +36,10 @@ pub const KEY: &str = "idempotency-key";
 pub const FINGERPRINT: &str = "x-retrysim-fingerprint";
 /// When the attempt's caller gives up on it (model nanoseconds), if it does.
 pub const EXPIRES: &str = "x-retrysim-expires";
+/// The call the attempt belongs to (the business id a status query asks by).
+pub const CALL: &str = "x-retrysim-call";
+/// Present on a status query (`on_unknown = "query"`).
+pub const QUERY: &str = "x-retrysim-query";
 
 /// What an attempt says about its body: its idempotency key, if it sends
 /// one, and a fingerprint of the body (a ledger rejects a key reused with
@@ -123,7 +127,8 @@ impl Net {
         let p = &self.s.clients[c].policy;
         let limit =
             if p.deadline != crate::engine::NEVER { p.deadline.saturating_add(1_000_000_000) } else { 60_000_000_000 };
-        let ids = Ids { intent, attempt, operation, edge: self.s.clients[c].edge, expires: None };
+        let ids =
+            Ids { intent, attempt, operation, edge: self.s.clients[c].edge, expires: None, call: None, query: false };
         let answer = tokio::select! {
             a = exchange(self.via[c], ids, body) => a.outcome,
             _ = self.rec.sleep(limit) => Outcome::Timeout,
@@ -166,7 +171,8 @@ impl Net {
             return self.through_envoy(c, intent, operation, body).await;
         }
         let clock = self.rec.clock.clone();
-        let seed = self.rng.unit(&[JITTER, self.calls.fetch_add(1, Ordering::Relaxed)]).to_bits();
+        let call_id = self.calls.fetch_add(1, Ordering::Relaxed);
+        let seed = self.rng.unit(&[JITTER, call_id]).to_bits();
         let idempotent = self.s.operations[operation].idempotent;
         let hedged = shared.policy().hedging.is_some();
         let mut call = Call::new(shared, SplitMix::new(seed)).operation(idempotent, body.key.is_some());
@@ -188,9 +194,15 @@ impl Net {
             }
             for step in steps.drain(..) {
                 match step {
-                    CallAction::Send { copy, timeout } => {
+                    CallAction::Send { copy, timeout } | CallAction::Query { copy, timeout } => {
+                        let query = matches!(step, CallAction::Query { .. });
                         let attempt = self.rec.attempt();
                         self.count_attempt(edge, intent, hedged && copy > 0);
+                        if query {
+                            let mut g = self.rec.lock();
+                            let tally = g.tally(intent);
+                            g.m.class(tally).status_queries += 1;
+                        }
                         let host = self.pick(svc, attempt, tried);
                         tried |= 1u32.checked_shl(host as u32).unwrap_or(0);
                         let net = self.clone();
@@ -199,7 +211,8 @@ impl Net {
                         let expires = limit.map(|l| clock.now().saturating_add(l));
                         let task = tokio::spawn(async move {
                             let rec = net.rec.clone();
-                            let go = net.attempt(edge, host, intent, attempt, operation, body, expires);
+                            let ids = Ids { intent, attempt, operation, edge, expires, call: Some(call_id), query };
+                            let go = net.attempt(host, ids, body);
                             tokio::pin!(go);
                             let answer = match limit {
                                 Some(limit) => tokio::select! {
@@ -369,16 +382,8 @@ impl Net {
     /// over the edge. `expires`: when its caller gives up on it (model
     /// time), if it does.
     #[allow(clippy::too_many_arguments)]
-    async fn attempt(
-        self: Arc<Self>,
-        edge: usize,
-        host: usize,
-        intent: u64,
-        attempt: u64,
-        operation: usize,
-        body: Body,
-        expires: Option<Nanos>,
-    ) -> Answer {
+    async fn attempt(self: Arc<Self>, host: usize, ids: Ids, body: Body) -> Answer {
+        let (edge, intent, attempt) = (ids.edge, ids.intent, ids.attempt);
         let clock = self.rec.clock.clone();
         let e = &self.s.edges[edge];
         let svc = e.to;
@@ -411,7 +416,6 @@ impl Net {
             }
         }
         self.rec.sleep(out).await;
-        let ids = Ids { intent, attempt, operation, edge, expires };
         let answer = exchange(self.addrs[svc][host], ids, body).await;
         let back = e.latency.sample(&self.rng, &[LATENCY_BACK, attempt]);
         self.rec.sleep(back).await;
@@ -454,6 +458,9 @@ struct Ids {
     operation: usize,
     edge: usize,
     expires: Option<Nanos>,
+    /// Its call, and whether it is a status query rather than the operation.
+    call: Option<u64>,
+    query: bool,
 }
 
 /// The HTTP exchange of one attempt on a connection of its own.
@@ -481,6 +488,12 @@ async fn exchange(addr: SocketAddr, ids: Ids, body: Body) -> Answer {
     }
     if let Some(t) = ids.expires {
         req = req.header(EXPIRES, t.to_string());
+    }
+    if let Some(call) = ids.call {
+        req = req.header(CALL, call.to_string());
+    }
+    if ids.query {
+        req = req.header(QUERY, "1");
     }
     let req = req.body(Empty::<Bytes>::new()).expect("valid request");
     let answer = match sender.send_request(req).await {

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 pub const MIN_SIMULATED: u32 = 10;
 
 /// The metrics compared, in the order shown.
-pub const COMPARED: [&str; 11] = [
+pub const COMPARED: [&str; 12] = [
     "success_rate",
     "attempts_per_intent",
     "amplification",
@@ -33,6 +33,7 @@ pub const COMPARED: [&str; 11] = [
     "stuck_placeholders",
     "cancelled_fraction",
     "throttled_per_intent",
+    "status_queries_per_intent",
 ];
 
 /// How far apart the means of `metric` may be and still agree: an
@@ -52,7 +53,7 @@ pub fn tolerance(metric: &str) -> (f64, f64) {
         // the tens to hundreds these scenarios produce.
         "duplicate_intents" | "stuck_placeholders" => (3.0, 0.25),
         "cancelled_fraction" => (0.03, 0.10),
-        "throttled_per_intent" => (0.01, 0.10),
+        "throttled_per_intent" | "status_queries_per_intent" => (0.01, 0.10),
         _ => (0.0, 0.0),
     }
 }
@@ -158,9 +159,11 @@ pub fn compare(simulated: &RunSet, emulated: &RunSet, generator: Generator) -> V
                     continue;
                 }
                 let sim = summarize(values(simulated, v, metric, &service));
-                // Compared where the model has it: cancellation and throttles
-                // only when a policy cancels or throttles.
-                if matches!(metric, "cancelled_fraction" | "throttled_per_intent") && sim.mean.is_none() {
+                // Compared where the model has it: cancellation, throttles
+                // and status queries only when a policy has them.
+                if matches!(metric, "cancelled_fraction" | "throttled_per_intent" | "status_queries_per_intent")
+                    && sim.mean.is_none()
+                {
                     continue;
                 }
                 let emu = summarize(values(emulated, v, metric, &service));
@@ -253,10 +256,10 @@ pub fn render_text(doc: &CompareJson) -> String {
         doc.simulated_replications, doc.replications
     );
     for v in variants.iter() {
-        out += &format!("\n{}\n  {:<22} {:>24} {:>24}  verdict\n", v.name, "metric", "simulated", "emulated");
+        out += &format!("\n{}\n  {:<25} {:>24} {:>24}  verdict\n", v.name, "metric", "simulated", "emulated");
         for metric in COMPARED {
             let Some(c) = v.metrics.get(metric) else { continue };
-            out += &format!("  {metric:<22} {:>24} {:>24}  {}\n", show(&c.simulated), show(&c.emulated), c.verdict);
+            out += &format!("  {metric:<25} {:>24} {:>24}  {}\n", show(&c.simulated), show(&c.emulated), c.verdict);
         }
     }
     out

@@ -39,6 +39,9 @@ pub struct Inner {
     next_arrival: u64,
     open: u64,
     kinds: usize,
+    /// (service, call) of every call an attempt of which passed its commit
+    /// there: the business records a status query looks up.
+    committed: std::collections::HashSet<(usize, u64)>,
 }
 
 /// The run's measurements.
@@ -63,6 +66,7 @@ impl Recorder {
                 next_arrival: 0,
                 open: 0,
                 kinds: s.effect_kinds.len(),
+                committed: std::collections::HashSet::new(),
             }),
             ended: tokio::sync::Notify::new(),
             clock,
@@ -218,6 +222,17 @@ impl Inner {
         if let Some(it) = self.intents.get_mut(&id) {
             it.effects[kind] = it.effects[kind].saturating_add(1);
         }
+    }
+
+    /// An attempt of call `call` passed its commit at service `svc`.
+    pub fn committed_at(&mut self, svc: usize, call: u64) {
+        self.committed.insert((svc, call));
+    }
+
+    /// Whether an attempt of call `call` passed its commit at service `svc`
+    /// (what a status query finds).
+    pub fn has_committed(&self, svc: usize, call: u64) -> bool {
+        self.committed.contains(&(svc, call))
     }
 
     /// An after-commit call of intent `id` failed: its effect is lost.

@@ -122,6 +122,10 @@ struct Arrival {
     body: Body,
     /// When its caller gives up on it (model time), if it does.
     expires: Option<Nanos>,
+    /// Its call (the business id its record carries), and whether it is a
+    /// status query asking whether that call committed here.
+    call: Option<u64>,
+    query: bool,
     /// This arrival's own number at the servers: the key of its random
     /// draws (a proxy's retries carry their client request's headers, and
     /// each must draw anew).
@@ -321,7 +325,8 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
     };
     let body = Body { key: header(caller::KEY), fingerprint };
     let expires = header(caller::EXPIRES);
-    let arrival = Arrival { intent, attempt, operation, edge, body, expires, draw: host.rec.arrival() };
+    let (call, query) = (header(caller::CALL), req.headers().contains_key(caller::QUERY));
+    let arrival = Arrival { intent, attempt, operation, edge, body, expires, call, query, draw: host.rec.arrival() };
     let rec = host.rec.clone();
     let (tx, rx) = oneshot::channel();
     // Dropped with this future, when the caller closes the connection.
@@ -416,14 +421,17 @@ async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
             }
         },
     }
-    let scope = match host.consult(&a) {
+    // A status query does not go through the ledger.
+    let consulted = if a.query { Consulted::Execute(None) } else { host.consult(&a) };
+    let scope = match consulted {
         Consulted::Execute(scope) => scope,
         Consulted::Answer(code) => {
             host.release(epoch);
             return Reply::Answer(code, None);
         }
     };
-    let outcome = match host.work(&a, scope, &mut stop).await {
+    let work = if a.query { host.look_up(&a, &mut stop).await } else { host.work(&a, scope, &mut stop).await };
+    let outcome = match work {
         Ok(outcome) => outcome,
         Err(Stopped::Crash) => return Reply::Close,
         Err(Stopped::Gone) => {
@@ -432,11 +440,12 @@ async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
         }
     };
     host.release(epoch);
-    match outcome {
-        Outcome::Ok => {}
+    let status = match outcome {
+        Outcome::Ok => 200,
+        Outcome::Status(code) if a.query => code,
         Outcome::Status(code) => return Reply::Answer(code, None),
         _ => return Reply::Answer(502, None),
-    }
+    };
     let now = rec.clock.now();
     for (fi, f) in s.faults.iter().enumerate() {
         if !f.hits(host.svc, host.replica, now) {
@@ -452,7 +461,7 @@ async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
             _ => {}
         }
     }
-    Reply::Answer(200, None)
+    Reply::Answer(status, None)
 }
 
 impl Host {
@@ -465,8 +474,43 @@ impl Host {
         }
     }
 
-    /// The request's own work, then its plan: calls before the commit, the
-    /// commit, calls after it. Returns the answer's outcome.
+    /// A status query with a worker: it looks its call's business record up
+    /// for its operation's `status_time` (slowed down as any work), and
+    /// answers `ok` when an attempt of the call passed its commit here,
+    /// 404 otherwise.
+    async fn look_up(&self, a: &Arrival, stop: &mut Interrupts) -> Result<Outcome, Stopped> {
+        let (s, rec) = (&*self.s, &*self.rec);
+        let start = rec.clock.now();
+        let mut demand = s.operations[a.operation].status_time;
+        let factor: f64 = s
+            .faults
+            .iter()
+            .filter(|f| f.hits(self.svc, self.replica, start))
+            .filter_map(|f| if let FaultKind::Slowdown { factor } = f.kind { Some(factor) } else { None })
+            .product();
+        if factor != 1.0 {
+            demand = (demand as f64 * factor) as Nanos;
+        }
+        match stop.run(rec.sleep(demand)).await {
+            Ok(()) => {}
+            Err(Stopped::Crash) => return Err(Stopped::Crash),
+            Err(Stopped::Gone) => {
+                let now = rec.clock.now();
+                let done = now.saturating_sub(start).min(demand);
+                let mut g = rec.lock();
+                let tally = g.tally(a.intent);
+                let (done, left) = (crate::engine::nanos_f64(done), crate::engine::nanos_f64(demand - done));
+                g.m.work_cancelled(tally, self.svc, self.slot, done, left, now);
+                return Err(Stopped::Gone);
+            }
+        }
+        let mut g = rec.lock();
+        let (abandoned, tally) = (g.abandoned(a.attempt), g.tally(a.intent));
+        g.m.work_done(tally, self.svc, self.slot, crate::engine::nanos_f64(demand), abandoned, start + demand);
+        let found = a.call.is_some_and(|c| g.has_committed(self.svc, c));
+        Ok(if found { Outcome::Ok } else { crate::policy::decision::NOT_FOUND })
+    }
+
     /// The request's own work, then its plan: calls before the commit, the
     /// commit, calls after it. Returns the answer's outcome, or why it
     /// stopped first (a cancelled request's placeholder is gone and its
@@ -546,10 +590,16 @@ impl Host {
                 });
             }
         }
-        if let Some(kind) = spec.commits
-            && !s.operations[operation].idempotent
         {
-            rec.lock().commit(intent, kind);
+            let mut g = rec.lock();
+            if let Some(kind) = spec.commits
+                && !s.operations[operation].idempotent
+            {
+                g.commit(intent, kind);
+            }
+            if let Some(call) = a.call {
+                g.committed_at(self.svc, call);
+            }
         }
         if let Some(scope) = scope {
             self.record(scope);

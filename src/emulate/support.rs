@@ -35,24 +35,6 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
             }
         }
     }
-    for c in &s.clients {
-        if c.policy.on_unknown == crate::policy::OnUnknown::Query {
-            no(
-                format!("clients.{}.policy.on_unknown", c.name),
-                "the emulated servers do not answer status queries yet",
-            );
-        }
-    }
-    for sv in &s.services {
-        for (i, call) in sv.calls.iter().enumerate() {
-            if call.policy.on_unknown == crate::policy::OnUnknown::Query {
-                no(
-                    format!("services.{}.calls[{i}].policy.on_unknown", sv.name),
-                    "the emulated servers do not answer status queries yet",
-                );
-            }
-        }
-    }
     for f in &s.faults {
         let why = match f.kind {
             FaultKind::CacheFlush => Some("the emulated services have no caches"),
