@@ -18,7 +18,7 @@ pub use trace::{TraceDecision, TraceNote, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5,
 /// §8.3).
-pub const METRICS: [&str; 34] = [
+pub const METRICS: [&str; 38] = [
     "intents",
     "success_rate",
     "goodput_per_s",
@@ -53,6 +53,10 @@ pub const METRICS: [&str; 34] = [
     "stuck_placeholders",
     "deadline_overruns",
     "collapse_time_s",
+    "reconciled",
+    "time_to_consistency_s",
+    "time_to_consistency_p99_s",
+    "unresolved_at_end",
 ];
 
 /// Metrics per call edge.

@@ -101,6 +101,18 @@ pub struct ServiceRaw {
     pub restart_after: Option<String>,
     #[serde(default)]
     pub calls: Vec<CallRaw>,
+    #[serde(default)]
+    pub reconcilers: Vec<ReconcilerRaw>,
+}
+
+/// `[[services.reconcilers]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcilerRaw {
+    pub every: Option<String>,
+    pub older_than: Option<String>,
+    pub batch: Option<i64>,
+    pub action: Option<String>,
 }
 
 /// `outlier_detection = { consecutive_5xx, interval, base_ejection, max_ejection, max_ejection_percent }`.

@@ -211,6 +211,21 @@ pub struct ServiceSpec {
     pub hosts: HostsSpec,
     /// A host whose queue grows past a limit runs out of memory, if set.
     pub memory: Option<MemoryLimit>,
+    /// Periodic repair jobs at this service (`[[services.reconcilers]]`).
+    pub reconcilers: Vec<ReconcilerSpec>,
+}
+
+/// A reconciler: every `every`, it takes at most `batch` of the service's
+/// downstream effects left unknown (an `after_commit` call or an outbox
+/// relay that finally failed) older than `older_than`, oldest first, and
+/// repairs each with a call on the failed call's edge that asks the
+/// downstream for the intent's state first (a status query) and sends the
+/// effect again with the same key when it is not there.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReconcilerSpec {
+    pub every: Nanos,
+    pub older_than: Nanos,
+    pub batch: u32,
 }
 
 /// `memory_limit` and `restart_after`: a host holding more queued requests

@@ -5,6 +5,7 @@ mod calls;
 mod dist;
 mod faults;
 mod hosts;
+mod reconcilers;
 
 pub use retrysim_policy::validate::policy;
 
@@ -460,6 +461,7 @@ fn service(v: &V, s: &ServiceRaw, before: &[ServiceSpec], effect_kinds: &mut Vec
         },
         hosts: hosts::hosts(v, s, &field)?,
         memory: memory_limit(v, s, &field)?,
+        reconcilers: reconcilers::reconcilers(v, s, &field)?,
     })
 }
 

@@ -21,6 +21,9 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
         if sv.occ_rows.is_some() {
             no(at("occ_rows"), "the emulated servers have no optimistic concurrency");
         }
+        if !sv.reconcilers.is_empty() {
+            no(at("reconcilers"), "the emulated services have no reconcilers yet");
+        }
         let h = &sv.hosts;
         if h.concurrency_limit.is_some() {
             no(at("concurrency_limit"), "the emulated hosts have no adaptive concurrency limit yet");

@@ -265,6 +265,13 @@ impl RunCollector {
         ] {
             put(k, ledgers.then_some(v as f64));
         }
+        let reconciling = s.services.iter().any(|sv| !sv.reconcilers.is_empty());
+        put("reconciled", reconciling.then_some(inside.reconciled as f64));
+        put("unresolved_at_end", reconciling.then_some(inside.unresolved_at_end as f64));
+        let consistency = &inside.time_to_consistency;
+        put("time_to_consistency_s", consistency.mean_s().filter(|_| reconciling));
+        let p99 = (reconciling && consistency.count() > 0).then(|| consistency.quantiles_s(&[0.99])[0]);
+        put("time_to_consistency_p99_s", p99);
         let budgeted = (0..s.edges.len()).any(|e| s.edge_policy(e).budget.is_some());
         let denied = inside.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
         put("retries_denied_budget", budgeted.then_some(denied as f64));

@@ -102,6 +102,12 @@ pub struct Counters {
     pub ejections: Vec<u64>,
     /// Per service: hosts that crashed when their queue passed `memory_limit`.
     pub memory_crashes: Vec<u64>,
+    /// Reconcilers: unknown effects resolved, the time from an intent's end
+    /// to the repair of its last unknown effect, and unknown effects never
+    /// resolved before the run ended.
+    pub reconciled: u64,
+    pub time_to_consistency: super::LatencyHistogram,
+    pub unresolved_at_end: u64,
 }
 
 impl Counters {
@@ -132,6 +138,9 @@ impl Counters {
             cache_hits: vec![0; services],
             ejections: vec![0; services],
             memory_crashes: vec![0; services],
+            reconciled: 0,
+            time_to_consistency: Default::default(),
+            unresolved_at_end: 0,
         }
     }
 

@@ -38,6 +38,7 @@ mod idempotency;
 mod instances;
 mod limiter;
 mod queueing;
+mod reconcile;
 mod request;
 mod server;
 mod settle;
@@ -80,6 +81,8 @@ mod purpose {
     pub const LIMIT_PROBE: u64 = 29;
     /// Whether a candidate arrival of a thinned process becomes an intent.
     pub const THIN: u64 = 30;
+    /// The key base of a reconciler's repair call.
+    pub const RECONCILE: u64 = 31;
 }
 
 /// A call that fills no cache entry.
@@ -121,6 +124,8 @@ enum Event {
     Flush { fault: u32 },
     /// A hedged call's delay for copy `copy` is over.
     Hedge { call: Id, copy: u32 },
+    /// Reconciler `reconciler` of service `service` makes a pass.
+    Reconcile { service: u32, reconciler: u32 },
 }
 
 #[derive(Clone)]
@@ -149,6 +154,13 @@ struct Intent {
     /// The idempotency key the client uses for it (another intent's when the
     /// client reuses keys).
     key: u64,
+    /// When its client had the result.
+    ended: Nanos,
+    /// Its downstream effects left unknown that a reconciler has yet to resolve.
+    unresolved: u16,
+    /// The services (index below 64) where a request of it passed its
+    /// commit: the business records a status query finds by its key.
+    committed_at: u64,
 }
 
 /// Who is waiting for a call's result.
@@ -160,6 +172,8 @@ enum Owner {
     Parent(Id),
     /// An outbox relay (nobody waits; a failure is a lost effect).
     Relay,
+    /// A reconciler repairing unknown effect `item` of service `service`.
+    Reconciler { service: u32, item: u64, asked: bool },
 }
 
 /// One logical call on one edge with its retry loop.
@@ -216,6 +230,10 @@ struct ServiceState {
     sheds: bool,
     /// Look-aside caches of its calls, by call index.
     caches: Vec<Option<Cache>>,
+    /// Downstream effects left unknown for its reconcilers, oldest first
+    /// (by when the call failed, then by number), and those being repaired.
+    unresolved: std::collections::BTreeMap<(Nanos, u64), reconcile::Unresolved>,
+    repairing: HashMap<u64, (Nanos, reconcile::Unresolved)>,
 }
 
 /// An idempotency ledger and the duplicates waiting on it.
@@ -366,6 +384,8 @@ pub struct World<'s> {
     actions: Vec<Action<Id>>,
     requests: Slab<Request>,
     writes: Slab<PendingWrite>,
+    /// The number the next unknown effect handed to a reconciler gets.
+    next_unresolved: u64,
     services: Vec<ServiceState>,
     hosts: Vec<HostState>,
     clients: Vec<ClientState>,
@@ -465,6 +485,7 @@ impl<'s> World<'s> {
             Event::Sweep { service } => self.on_sweep(service as usize),
             Event::Flush { fault } => self.on_flush(fault as usize),
             Event::Hedge { call, copy } => self.on_hedge(call, copy),
+            Event::Reconcile { service, reconciler } => self.on_reconcile(service as usize, reconciler as usize),
         }
     }
 
@@ -514,6 +535,7 @@ impl<'s> World<'s> {
                 self.finish(id, false, "unfinished (drain limit)".into());
             }
             if let Some(it) = self.intents.remove(id) {
+                self.m.counts(it.tally).unresolved_at_end += it.unresolved as u64;
                 self.settle_effects(&it);
             }
         }

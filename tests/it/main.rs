@@ -56,6 +56,7 @@ mod policy_presets;
 mod policy_runtime_e2e;
 mod properties;
 mod queueing_theory;
+mod reconcilers;
 mod report_in_browser;
 mod reports;
 mod retry_budgets;

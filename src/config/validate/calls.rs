@@ -126,6 +126,12 @@ pub fn calls(
                 },
             });
         }
+        if !services[si].reconcilers.is_empty() && !specs.iter().any(|c| c.when != When::BeforeCommit) {
+            return Err(v.err(
+                &format!("services.{}.reconcilers", services[si].name),
+                "a reconciler repairs downstream effects left unknown after the commit: this service has no `after_commit` or `outbox` call",
+            ));
+        }
         services[si].calls = specs;
     }
     let dedup_edges = services.iter().flat_map(|s| &s.calls).filter(|c| c.when == When::Outbox && c.dedup).count();

@@ -150,6 +150,9 @@ impl<'s> World<'s> {
             events_sent: 0,
             applied: 0,
             key,
+            ended: NEVER,
+            unresolved: 0,
+            committed_at: 0,
         });
         self.m.class(tally).intents += 1;
         self.m.series.record_arrival(now, c);

@@ -83,6 +83,8 @@ impl<'s> World<'s> {
                     picker: HostPicker::new(replicas, default_rtt),
                     sheds: spec.hosts.sheds(),
                     caches,
+                    unresolved: Default::default(),
+                    repairing: HashMap::new(),
                 }
             })
             .collect();
@@ -121,6 +123,7 @@ impl<'s> World<'s> {
             actions: Vec::new(),
             requests: Slab::default(),
             writes: Slab::default(),
+            next_unresolved: 0,
             services,
             hosts,
             clients,
@@ -154,6 +157,9 @@ impl<'s> World<'s> {
         for (si, spec) in s.services.iter().enumerate() {
             if let Some(o) = spec.hosts.outlier {
                 w.q.schedule_at(o.interval, Event::Sweep { service: si as u32 });
+            }
+            for (ri, r) in spec.reconcilers.iter().enumerate() {
+                w.q.schedule_at(r.every, Event::Reconcile { service: si as u32, reconciler: ri as u32 });
             }
         }
         w

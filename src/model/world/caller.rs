@@ -228,7 +228,13 @@ impl World<'_> {
             End::Done => String::new(),
             End::Fatal => format!("{outcome}"),
             End::GaveUp(reason) => {
-                self.count_denial(id, reason);
+                // A repair's status query that found nothing: the reconciler
+                // sends the effect next, nothing was refused.
+                let found_nothing = outcome == crate::policy::decision::NOT_FOUND
+                    && matches!(self.calls.get(id).map(|c| c.owner), Some(Owner::Reconciler { asked: true, .. }));
+                if !found_nothing {
+                    self.count_denial(id, reason);
+                }
                 if reason == DenyReason::NotRetryable { format!("{outcome}") } else { format!("{outcome} ({reason})") }
             }
         };
@@ -483,14 +489,22 @@ impl World<'_> {
             Owner::Client => self.finish(call.intent, ok, failure),
             Owner::Parent(req) => self.child_done(req, outcome),
             Owner::Relay => {
+                if !ok && let Caller::Service { service, .. } = self.s.edges[call.edge as usize].caller {
+                    let what = reconcile::Unresolved {
+                        intent: call.intent,
+                        edge: call.edge,
+                        operation: call.operation,
+                        idem_key: call.idem_key,
+                        fingerprint: call.fingerprint,
+                    };
+                    self.effect_failed(service, what);
+                }
                 if let Some(it) = self.intents.get_mut(call.intent) {
-                    if !ok {
-                        it.lost = it.lost.saturating_add(1);
-                    }
                     it.outstanding -= 1;
                 }
                 self.try_settle(call.intent);
             }
+            Owner::Reconciler { service, item, asked } => self.repair_done(service as usize, item, asked, outcome),
         }
     }
 }

@@ -35,7 +35,9 @@ impl World<'_> {
         let req = self.requests.get(id).expect("live request");
         if req.query {
             // The business record carries the call's key: found or not.
-            let committed = self.calls.get(req.call).is_some_and(|c| c.committed);
+            let svc = req.service as usize;
+            let committed = self.calls.get(req.call).is_some_and(|c| c.committed)
+                || (svc < 64 && self.intents.get(req.intent).is_some_and(|it| it.committed_at & (1 << svc) != 0));
             self.finish_request(id, if committed { Outcome::Ok } else { crate::policy::decision::NOT_FOUND });
             return;
         }
@@ -82,10 +84,19 @@ impl World<'_> {
                 self.finish_request(id, answer);
                 return;
             }
-            // after_commit: the answer stays ok, the effect is lost.
-            if let Some(it) = self.intents.get_mut(intent) {
-                it.lost = it.lost.saturating_add(1);
-            }
+            // after_commit: the answer stays ok, the effect is lost (until a
+            // reconciler of this service repairs it).
+            let index = self.services[svc].plan.after[stage - self.services[svc].plan.before.len() - 1];
+            let call = &self.s.services[svc].calls[index];
+            let req = self.requests.get(id).expect("live request");
+            let what = reconcile::Unresolved {
+                intent,
+                edge: call.edge as u32,
+                operation: call.operation.map_or(req.operation, |o| o as u32),
+                idem_key: self.downstream_key(call.key, req.idem_key, intent, call.edge),
+                fingerprint: hash_words(req.fingerprint, &[call.edge as u64]),
+            };
+            self.effect_failed(svc, what);
         }
         self.requests.get_mut(id).expect("live").stage += 1;
         self.advance(id);
@@ -157,6 +168,11 @@ impl World<'_> {
         self.requests.get_mut(id).expect("live").to(Phase::Committed);
         if let Some(call) = self.calls.get_mut(call) {
             call.committed = true;
+        }
+        if svc < 64
+            && let Some(it) = self.intents.get_mut(intent)
+        {
+            it.committed_at |= 1 << svc;
         }
         if let Some(key) = ledger_key {
             self.record_result(req_host, key);

@@ -90,6 +90,7 @@ impl World<'_> {
         let it = self.intents.get_mut(id).expect("live intent");
         it.done = true;
         it.ok = ok;
+        it.ended = now;
         let latency = now - it.arrived;
         let (tally, client, instance, owner) = (it.tally, it.client as usize, it.instance, (it.client, it.seq));
         let deadline = self.s.clients[client].policy.deadline;

@@ -66,6 +66,7 @@ impl<'s> World<'s> {
             actions: Vec::new(),
             requests: c.requests,
             writes: c.writes,
+            next_unresolved: c.next_unresolved,
             services: c.services,
             hosts: c.hosts,
             clients: c.clients,
