@@ -36,8 +36,6 @@ pub const KEY: &str = "idempotency-key";
 pub const FINGERPRINT: &str = "x-retrysim-fingerprint";
 /// When the attempt's caller gives up on it (model nanoseconds), if it does.
 pub const EXPIRES: &str = "x-retrysim-expires";
-/// The call the attempt belongs to (the business id a status query asks by).
-pub const CALL: &str = "x-retrysim-call";
 /// Present on a status query (`on_unknown = "query"`).
 pub const QUERY: &str = "x-retrysim-query";
 
@@ -127,8 +125,7 @@ impl Net {
         let p = &self.s.clients[c].policy;
         let limit =
             if p.deadline != crate::engine::NEVER { p.deadline.saturating_add(1_000_000_000) } else { 60_000_000_000 };
-        let ids =
-            Ids { intent, attempt, operation, edge: self.s.clients[c].edge, expires: None, call: None, query: false };
+        let ids = Ids { intent, attempt, operation, edge: self.s.clients[c].edge, expires: None, query: false };
         let answer = tokio::select! {
             a = exchange(self.via[c], ids, body) => a.outcome,
             _ = self.rec.sleep(limit) => Outcome::Timeout,
@@ -171,8 +168,7 @@ impl Net {
             return self.through_envoy(c, intent, operation, body).await;
         }
         let clock = self.rec.clock.clone();
-        let call_id = self.calls.fetch_add(1, Ordering::Relaxed);
-        let seed = self.rng.unit(&[JITTER, call_id]).to_bits();
+        let seed = self.rng.unit(&[JITTER, self.calls.fetch_add(1, Ordering::Relaxed)]).to_bits();
         let idempotent = self.s.operations[operation].idempotent;
         let hedged = shared.policy().hedging.is_some();
         let mut call = Call::new(shared, SplitMix::new(seed)).operation(idempotent, body.key.is_some());
@@ -211,7 +207,7 @@ impl Net {
                         let expires = limit.map(|l| clock.now().saturating_add(l));
                         let task = tokio::spawn(async move {
                             let rec = net.rec.clone();
-                            let ids = Ids { intent, attempt, operation, edge, expires, call: Some(call_id), query };
+                            let ids = Ids { intent, attempt, operation, edge, expires, query };
                             let go = net.attempt(host, ids, body);
                             tokio::pin!(go);
                             let answer = match limit {
@@ -458,8 +454,7 @@ struct Ids {
     operation: usize,
     edge: usize,
     expires: Option<Nanos>,
-    /// Its call, and whether it is a status query rather than the operation.
-    call: Option<u64>,
+    /// A status query rather than the operation.
     query: bool,
 }
 
@@ -488,9 +483,6 @@ async fn exchange(addr: SocketAddr, ids: Ids, body: Body) -> Answer {
     }
     if let Some(t) = ids.expires {
         req = req.header(EXPIRES, t.to_string());
-    }
-    if let Some(call) = ids.call {
-        req = req.header(CALL, call.to_string());
     }
     if ids.query {
         req = req.header(QUERY, "1");

@@ -39,8 +39,8 @@ pub struct Inner {
     next_arrival: u64,
     open: u64,
     kinds: usize,
-    /// (service, call) of every call an attempt of which passed its commit
-    /// there: the business records a status query looks up.
+    /// (service, intent) of every request that passed its commit there: the
+    /// business records (carrying the intent's key) a status query looks up.
     committed: std::collections::HashSet<(usize, u64)>,
 }
 
@@ -224,15 +224,15 @@ impl Inner {
         }
     }
 
-    /// An attempt of call `call` passed its commit at service `svc`.
-    pub fn committed_at(&mut self, svc: usize, call: u64) {
-        self.committed.insert((svc, call));
+    /// A request of intent `intent` passed its commit at service `svc`.
+    pub fn committed_at(&mut self, svc: usize, intent: u64) {
+        self.committed.insert((svc, intent));
     }
 
-    /// Whether an attempt of call `call` passed its commit at service `svc`
-    /// (what a status query finds).
-    pub fn has_committed(&self, svc: usize, call: u64) -> bool {
-        self.committed.contains(&(svc, call))
+    /// Whether a request of intent `intent` passed its commit at service
+    /// `svc` (what a status query finds).
+    pub fn has_committed(&self, svc: usize, intent: u64) -> bool {
+        self.committed.contains(&(svc, intent))
     }
 
     /// An after-commit call of intent `id` failed: its effect is lost.

@@ -122,9 +122,7 @@ struct Arrival {
     body: Body,
     /// When its caller gives up on it (model time), if it does.
     expires: Option<Nanos>,
-    /// Its call (the business id its record carries), and whether it is a
-    /// status query asking whether that call committed here.
-    call: Option<u64>,
+    /// Whether it is a status query asking whether its intent committed here.
     query: bool,
     /// This arrival's own number at the servers: the key of its random
     /// draws (a proxy's retries carry their client request's headers, and
@@ -325,8 +323,8 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
     };
     let body = Body { key: header(caller::KEY), fingerprint };
     let expires = header(caller::EXPIRES);
-    let (call, query) = (header(caller::CALL), req.headers().contains_key(caller::QUERY));
-    let arrival = Arrival { intent, attempt, operation, edge, body, expires, call, query, draw: host.rec.arrival() };
+    let query = req.headers().contains_key(caller::QUERY);
+    let arrival = Arrival { intent, attempt, operation, edge, body, expires, query, draw: host.rec.arrival() };
     let rec = host.rec.clone();
     let (tx, rx) = oneshot::channel();
     // Dropped with this future, when the caller closes the connection.
@@ -474,9 +472,9 @@ impl Host {
         }
     }
 
-    /// A status query with a worker: it looks its call's business record up
-    /// for its operation's `status_time` (slowed down as any work), and
-    /// answers `ok` when an attempt of the call passed its commit here,
+    /// A status query with a worker: it looks its intent's business record
+    /// up for its operation's `status_time` (slowed down as any work), and
+    /// answers `ok` when a request of the intent passed its commit here,
     /// 404 otherwise.
     async fn look_up(&self, a: &Arrival, stop: &mut Interrupts) -> Result<Outcome, Stopped> {
         let (s, rec) = (&*self.s, &*self.rec);
@@ -507,7 +505,7 @@ impl Host {
         let mut g = rec.lock();
         let (abandoned, tally) = (g.abandoned(a.attempt), g.tally(a.intent));
         g.m.work_done(tally, self.svc, self.slot, crate::engine::nanos_f64(demand), abandoned, start + demand);
-        let found = a.call.is_some_and(|c| g.has_committed(self.svc, c));
+        let found = g.has_committed(self.svc, a.intent);
         Ok(if found { Outcome::Ok } else { crate::policy::decision::NOT_FOUND })
     }
 
@@ -597,9 +595,7 @@ impl Host {
             {
                 g.commit(intent, kind);
             }
-            if let Some(call) = a.call {
-                g.committed_at(self.svc, call);
-            }
+            g.committed_at(self.svc, intent);
         }
         if let Some(scope) = scope {
             self.record(scope);
