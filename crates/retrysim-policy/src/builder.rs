@@ -125,7 +125,7 @@ impl PolicyBuilder {
     }
 
     /// What follows an outcome that may have executed (default
-    /// [`OnUnknown::Retry`]): with [`OnUnknown::Query`] the next attempt
+    /// [`crate::OnUnknown::Retry`]): with [`crate::OnUnknown::Query`] the next attempt
     /// asks the target whether the call committed.
     pub fn on_unknown(mut self, what: crate::OnUnknown) -> Self {
         self.raw.on_unknown = Some(what.label().to_string());
