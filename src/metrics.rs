@@ -18,7 +18,7 @@ pub use trace::{TraceDecision, TraceNote, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5,
 /// §8.3).
-pub const METRICS: [&str; 38] = [
+pub const METRICS: [&str; 42] = [
     "intents",
     "success_rate",
     "goodput_per_s",
@@ -57,6 +57,10 @@ pub const METRICS: [&str; 38] = [
     "time_to_consistency_s",
     "time_to_consistency_p99_s",
     "unresolved_at_end",
+    "redeliveries",
+    "duplicate_deliveries",
+    "dead_letters",
+    "message_age_p99_s",
 ];
 
 /// Metrics per call edge.

@@ -21,6 +21,8 @@ pub struct ExperimentRaw {
     #[serde(default)]
     pub faults: Vec<FaultRaw>,
     #[serde(default)]
+    pub queues: Vec<MessageQueueRaw>,
+    #[serde(default)]
     pub network: Option<NetworkRaw>,
     /// Read by `retrysim tune`; `run` leaves it alone.
     #[serde(default)]
@@ -196,6 +198,17 @@ pub struct CallRaw {
     pub relay_delay: Option<DistRaw>,
     pub dedup: Option<bool>,
     pub cache: Option<CacheRaw>,
+    pub via: Option<String>,
+}
+
+/// `[[queues]]`: a message queue.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageQueueRaw {
+    pub name: String,
+    pub visibility_timeout: Option<String>,
+    pub max_receives: Option<i64>,
+    pub retention: Option<String>,
 }
 
 /// `queue = { limit, discipline, target, interval }`.

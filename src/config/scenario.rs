@@ -38,6 +38,8 @@ pub struct Scenario {
     pub operations: Vec<OperationSpec>,
     pub services: Vec<ServiceSpec>,
     pub faults: Vec<FaultSpec>,
+    /// Message queues (`[[queues]]`).
+    pub queues: Vec<MessageQueueSpec>,
     /// Call edges; edge `i < clients.len()` is client `i`'s edge to its
     /// target, then every service's calls in order.
     pub edges: Vec<EdgeSpec>,
@@ -421,6 +423,25 @@ pub struct CallSpec {
     pub edge: usize,
     /// A look-aside cache before the call, if any.
     pub cache: Option<CacheSpec>,
+    /// The message queue the call goes through (`via`), if any: the call
+    /// publishes a message, which the queue delivers to `to`.
+    pub via: Option<usize>,
+}
+
+/// A message queue with at-least-once delivery (SQS semantics): a
+/// delivery not acknowledged within `visibility_timeout` makes the message
+/// visible again; after `max_receives` deliveries it goes to the
+/// dead-letter queue; a message older than `retention` is dropped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageQueueSpec {
+    pub name: String,
+    pub visibility_timeout: Nanos,
+    /// `None`: no dead-letter queue (delivered until acknowledged or dropped).
+    pub max_receives: Option<u32>,
+    /// [`crate::engine::NEVER`]: kept until delivered.
+    pub retention: Nanos,
+    /// The service its messages are delivered to (every call through it names it).
+    pub consumer: usize,
 }
 
 /// What idempotency key a downstream call carries.

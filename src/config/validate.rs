@@ -5,6 +5,7 @@ mod calls;
 mod dist;
 mod faults;
 mod hosts;
+mod queues;
 mod reconcilers;
 
 pub use retrysim_policy::validate::policy;
@@ -239,7 +240,14 @@ pub fn scenario(
         debug_assert_eq!(edge, ci);
     }
 
-    calls::calls(&v, &raw.services, &mut services, &operations, &mut edges, origins, &latency)?;
+    let mut queues = queues::queues(&v, &raw.queues)?;
+    calls::calls(&v, &raw.services, &mut services, &operations, &mut edges, origins, &latency, &mut queues)?;
+    if let Some(q) = queues.iter().find(|q| q.consumer == usize::MAX) {
+        return Err(v.err(
+            &format!("queues.{}", q.name),
+            "no call goes through this queue: give a [[services.calls]] `via` its name",
+        ));
+    }
     let faults = faults::faults(&v, &raw.faults, &services, &edges)?;
     let question = match e.question.as_deref().map(str::trim) {
         Some("") => return Err(v.err("experiment.question", "is empty; write the question the experiment answers")),
@@ -283,6 +291,7 @@ pub fn scenario(
         operations,
         services,
         faults,
+        queues,
         edges,
         effect_kinds,
     })

@@ -272,6 +272,23 @@ impl RunCollector {
         put("time_to_consistency_s", consistency.mean_s().filter(|_| reconciling));
         let p99 = (reconciling && consistency.count() > 0).then(|| consistency.quantiles_s(&[0.99])[0]);
         put("time_to_consistency_p99_s", p99);
+        let queued = !s.queues.is_empty();
+        let sum = |v: &[u64]| v.iter().sum::<u64>();
+        // Messages that left their queue: acknowledged, dead-lettered or dropped.
+        let ended = sum(&inside.queue_acked) + sum(&inside.queue_dead_letters) + sum(&inside.queue_dropped);
+        let delivered = sum(&inside.queue_deliveries) as f64;
+        let published = sum(&inside.queue_published) as f64;
+        put("redeliveries", (queued && published > 0.0).then(|| (delivered - published).max(0.0) / published));
+        put(
+            "duplicate_deliveries",
+            (queued && ended > 0).then(|| sum(&inside.queue_redelivered) as f64 / ended as f64),
+        );
+        put("dead_letters", queued.then(|| sum(&inside.queue_dead_letters) as f64));
+        let mut ages = super::LatencyHistogram::default();
+        for a in &inside.queue_age {
+            ages.merge(a);
+        }
+        put("message_age_p99_s", (queued && ages.count() > 0).then(|| ages.quantiles_s(&[0.99])[0]));
         let budgeted = (0..s.edges.len()).any(|e| s.edge_policy(e).budget.is_some());
         let denied = inside.denials.get(&DenyReason::Budget).copied().unwrap_or(0);
         put("retries_denied_budget", budgeted.then_some(denied as f64));

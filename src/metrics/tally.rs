@@ -108,6 +108,17 @@ pub struct Counters {
     pub reconciled: u64,
     pub time_to_consistency: super::LatencyHistogram,
     pub unresolved_at_end: u64,
+    /// Per message queue: messages published, deliveries, messages
+    /// acknowledged, sent to the dead-letter queue and dropped by
+    /// retention, those of them delivered more than once, and the age of
+    /// the acknowledged ones (publish to acknowledgement).
+    pub queue_published: Vec<u64>,
+    pub queue_deliveries: Vec<u64>,
+    pub queue_acked: Vec<u64>,
+    pub queue_dead_letters: Vec<u64>,
+    pub queue_dropped: Vec<u64>,
+    pub queue_redelivered: Vec<u64>,
+    pub queue_age: Vec<super::LatencyHistogram>,
 }
 
 impl Counters {
@@ -141,6 +152,13 @@ impl Counters {
             reconciled: 0,
             time_to_consistency: Default::default(),
             unresolved_at_end: 0,
+            queue_published: vec![0; s.queues.len()],
+            queue_deliveries: vec![0; s.queues.len()],
+            queue_acked: vec![0; s.queues.len()],
+            queue_dead_letters: vec![0; s.queues.len()],
+            queue_dropped: vec![0; s.queues.len()],
+            queue_redelivered: vec![0; s.queues.len()],
+            queue_age: vec![Default::default(); s.queues.len()],
         }
     }
 

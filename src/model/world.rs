@@ -37,6 +37,7 @@ mod hedging;
 mod idempotency;
 mod instances;
 mod limiter;
+mod messaging;
 mod queueing;
 mod reconcile;
 mod request;
@@ -83,6 +84,8 @@ mod purpose {
     pub const THIN: u64 = 30;
     /// The key base of a reconciler's repair call.
     pub const RECONCILE: u64 = 31;
+    /// The key base of a queue's delivery.
+    pub const DELIVERY: u64 = 32;
 }
 
 /// A call that fills no cache entry.
@@ -126,6 +129,11 @@ enum Event {
     Hedge { call: Id, copy: u32 },
     /// Reconciler `reconciler` of service `service` makes a pass.
     Reconcile { service: u32, reconciler: u32 },
+    /// Delivery `receipt` of a message was not acknowledged in its
+    /// visibility timeout (if it still is the latest).
+    Visible { message: Id, receipt: u32 },
+    /// A message's retention is over.
+    Retention { message: Id },
 }
 
 #[derive(Clone)]
@@ -172,6 +180,8 @@ enum Owner {
     Parent(Id),
     /// An outbox relay (nobody waits; a failure is a lost effect).
     Relay,
+    /// The queue delivering message `message`, delivery `receipt`.
+    Delivery { message: Id, receipt: u32 },
     /// A reconciler repairing unknown effect `item` of service `service`.
     Reconciler { service: u32, item: u64, asked: bool },
 }
@@ -333,6 +343,8 @@ struct EdgeState {
     hedger: Option<Hedger>,
     /// Outbox edges with consumer dedup: the bit of their events in `Intent::applied`.
     dedup_slot: Option<u8>,
+    /// The message queue its calls publish to, if any.
+    via: Option<u32>,
 }
 
 /// Options of one run that are not part of the scenario.
@@ -386,6 +398,12 @@ pub struct World<'s> {
     writes: Slab<PendingWrite>,
     /// The number the next unknown effect handed to a reconciler gets.
     next_unresolved: u64,
+    /// Messages in the queues (published, not yet acknowledged, dead-lettered or dropped).
+    messages: Slab<messaging::Message>,
+    /// Each queue's visible messages and deliveries on their way.
+    queues: Vec<messaging::QueueState>,
+    /// Per service, the queues it consumes.
+    consumers: Vec<Vec<usize>>,
     services: Vec<ServiceState>,
     hosts: Vec<HostState>,
     clients: Vec<ClientState>,
@@ -486,6 +504,8 @@ impl<'s> World<'s> {
             Event::Flush { fault } => self.on_flush(fault as usize),
             Event::Hedge { call, copy } => self.on_hedge(call, copy),
             Event::Reconcile { service, reconciler } => self.on_reconcile(service as usize, reconciler as usize),
+            Event::Visible { message, receipt } => self.on_visible(message, receipt),
+            Event::Retention { message } => self.on_retention(message),
         }
     }
 

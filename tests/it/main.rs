@@ -48,6 +48,7 @@ mod load_balancing;
 
 mod memory_estimate;
 mod merge_checksums;
+mod message_queues;
 mod metastability;
 mod naive_model;
 mod occ_contention;

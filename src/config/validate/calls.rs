@@ -4,13 +4,17 @@
 use super::dist::Dists;
 use super::{V, first_extra, policy};
 use crate::config::raw::ServiceRaw;
-use crate::config::scenario::{CallSpec, Caller, EdgeSpec, KeyMode, OperationSpec, ServiceSpec, When};
+use crate::config::scenario::{
+    CallSpec, Caller, EdgeSpec, KeyMode, MessageQueueSpec, OperationSpec, ServiceSpec, When,
+};
 use crate::error::InputResult;
 use crate::model::Dist;
 use std::collections::BTreeMap;
 
 /// Validates every service's calls (all services are known by now), adds
-/// their edges, and rejects cycles.
+/// their edges, and rejects cycles; a call `via` a queue makes the queue's
+/// consumer its callee.
+#[allow(clippy::too_many_arguments)]
 pub fn calls(
     v: &V,
     raw: &[ServiceRaw],
@@ -19,6 +23,7 @@ pub fn calls(
     edges: &mut Vec<EdgeSpec>,
     origins: &BTreeMap<String, String>,
     network: &Dist,
+    queues: &mut [MessageQueueSpec],
 ) -> InputResult<()> {
     for (si, s) in raw.iter().enumerate() {
         let mut specs = Vec::new();
@@ -72,11 +77,46 @@ pub fn calls(
                     "not used with when = \"outbox\": a relay runs after the caller has its answer",
                 ));
             }
+            let via = match &c.via {
+                None => None,
+                Some(name) => {
+                    let Some(q) = queues.iter().position(|q| &q.name == name) else {
+                        let names: Vec<&str> = queues.iter().map(|q| q.name.as_str()).collect();
+                        return Err(v.err(
+                            &f("via"),
+                            format!("no queue named \"{name}\" in [[queues]] (queues: {})", names.join(", ")),
+                        ));
+                    };
+                    if queues[q].consumer != usize::MAX && queues[q].consumer != to {
+                        return Err(v.err(
+                            &f("via"),
+                            format!(
+                                "queue \"{name}\" already delivers to \"{}\": one consumer service per queue",
+                                services[queues[q].consumer].name
+                            ),
+                        ));
+                    }
+                    queues[q].consumer = to;
+                    for (field, given) in
+                        [("cache", c.cache.is_some()), ("propagate_deadline", c.propagate_deadline.is_some())]
+                    {
+                        if given {
+                            return Err(v.err(
+                                &f(field),
+                                "not used with `via`: the queue delivers the message, the caller does not wait for it",
+                            ));
+                        }
+                    }
+                    Some(q)
+                }
+            };
             if when != When::Outbox
-                && let Some(extra) =
-                    first_extra(&[("relay_delay", c.relay_delay.is_some()), ("dedup", c.dedup.is_some())], &[])
+                && let Some(extra) = first_extra(
+                    &[("relay_delay", c.relay_delay.is_some()), ("dedup", c.dedup.is_some() && via.is_none())],
+                    &[],
+                )
             {
-                return Err(v.err(&f(extra), "only used with when = \"outbox\""));
+                return Err(v.err(&f(extra), "only used with when = \"outbox\" (dedup also with `via`)"));
             }
             let relay_delay = match &c.relay_delay {
                 Some(d) => v.dist(&f("relay_delay"), d)?,
@@ -114,6 +154,7 @@ pub fn calls(
                 propagate_deadline: c.propagate_deadline.unwrap_or(false),
                 relay_delay,
                 dedup: c.dedup.unwrap_or(false),
+                via,
                 edge,
                 cache: match &c.cache {
                     None => None,

@@ -96,11 +96,12 @@ impl<'s> World<'s> {
             .map(|(i, e)| (i, e, s.edge_policy(i).hedging.as_ref().map(Hedger::new)))
             .map(|(_, e, hedger)| match e.caller {
                 Caller::Client(_) => {
-                    EdgeState { budget: None, breaker: None, throttle: None, hedger, dedup_slot: None }
+                    EdgeState { budget: None, breaker: None, throttle: None, hedger, dedup_slot: None, via: None }
                 }
                 Caller::Service { service, index } => {
                     let call = &s.services[service].calls[index];
-                    let dedup_slot = (call.when == When::Outbox && call.dedup && next_slot < 32).then(|| {
+                    let deduplicates = (call.when == When::Outbox || call.via.is_some()) && call.dedup;
+                    let dedup_slot = (deduplicates && next_slot < 32).then(|| {
                         next_slot += 1;
                         next_slot - 1
                     });
@@ -110,6 +111,7 @@ impl<'s> World<'s> {
                         throttle: call.policy.throttle.as_ref().map(Throttle::new),
                         hedger,
                         dedup_slot,
+                        via: call.via.map(|q| q as u32),
                     }
                 }
             })
@@ -124,6 +126,11 @@ impl<'s> World<'s> {
             requests: Slab::default(),
             writes: Slab::default(),
             next_unresolved: 0,
+            messages: Slab::default(),
+            queues: s.queues.iter().map(|_| messaging::QueueState::default()).collect(),
+            consumers: (0..s.services.len())
+                .map(|svc| (0..s.queues.len()).filter(|&q| s.queues[q].consumer == svc).collect())
+                .collect(),
             services,
             hosts,
             clients,

@@ -132,6 +132,15 @@ impl World<'_> {
         let Some(call) = self.calls.get_mut(id) else {
             return;
         };
+        if let Some(q) = self.edges[call.edge as usize].via {
+            // Through a queue: the call publishes, and is done.
+            self.publish(id, q as usize);
+            self.call_finished(id, Outcome::Ok, String::new());
+            return;
+        }
+        let Some(call) = self.calls.get_mut(id) else {
+            return;
+        };
         if self.s.edge_policy(call.edge as usize).throttle.is_some() && !call.machine.st.admitted {
             call.throttle_wait = 0;
         }
@@ -425,6 +434,12 @@ impl World<'_> {
         let Some(req) = self.requests.get(id) else {
             return;
         };
+        if let Some(&Call { owner: Owner::Delivery { message, receipt }, .. }) = self.calls.get(req.call) {
+            let (call, outcome) = (req.call, req.answer);
+            self.delivery_answered(call, message, receipt, outcome);
+            self.leave(id);
+            return;
+        }
         let (call, outcome, retry_after) = (req.call, req.answer, req.retry_after);
         if let Some(slot) = self.hosts[req.host as usize].slot
             && !req.abandoned()
@@ -451,6 +466,16 @@ impl World<'_> {
         let Some(req) = self.requests.get(id) else {
             return;
         };
+        if let Some(&Call { owner: Owner::Delivery { message, .. }, .. }) = self.calls.get(req.call) {
+            // The queue stops waiting; the consumer's work goes on.
+            let (call, lost) = (req.call, req.phase() == Phase::Lost);
+            self.delivery_expired(call, message);
+            self.requests.get_mut(id).expect("live").abandon();
+            if lost {
+                self.leave(id);
+            }
+            return;
+        }
         let (call, lost) = (req.call, req.phase() == Phase::Lost);
         let host = req.host as usize;
         let (hedged, current) =
@@ -505,6 +530,8 @@ impl World<'_> {
                 self.try_settle(call.intent);
             }
             Owner::Reconciler { service, item, asked } => self.repair_done(service as usize, item, asked, outcome),
+            // A delivery's end is the queue's (on_reply, on_expire).
+            Owner::Delivery { .. } => unreachable!("a delivery is not decided by a policy"),
         }
     }
 }

@@ -81,6 +81,8 @@ impl World<'_> {
         self.hosts[h].filling = true;
         self.serve_queue(h);
         self.hosts[h].filling = false;
+        let svc = self.hosts[h].service as usize;
+        self.consumer_free(svc);
     }
 
     /// The loop of [`World::fill_workers`].

@@ -16,6 +16,9 @@ impl World<'_> {
             self.leave(id);
             return;
         }
+        if let Some(&Call { owner: Owner::Delivery { message, .. }, .. }) = self.calls.get(req.call) {
+            self.delivery_arrived(message);
+        }
         if now < self.hosts[h].down_until {
             // The host is down after a crash: the connection is refused.
             self.reply(id, Outcome::ConnectError, None);
