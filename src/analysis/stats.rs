@@ -75,11 +75,12 @@ pub enum Range {
 impl Range {
     /// The range of metric `name` (a headline, client, edge, service or
     /// side-effect metric): shares are the `*_fraction`, `*_rate`,
-    /// `utilization` and `hedge_wins` metrics; every other metric is a
-    /// count, rate, time or latency.
+    /// `utilization`, `hedge_wins` and `duplicate_deliveries` metrics; every
+    /// other metric is a count, rate, time or latency.
     pub fn of(name: &str) -> Range {
-        let share =
-            name.ends_with("_fraction") || name.ends_with("_rate") || matches!(name, "utilization" | "hedge_wins");
+        let share = name.ends_with("_fraction")
+            || name.ends_with("_rate")
+            || matches!(name, "utilization" | "hedge_wins" | "duplicate_deliveries");
         if share { Range::Share } else { Range::NonNegative }
     }
 

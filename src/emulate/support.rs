@@ -36,6 +36,9 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
             if call.cache.is_some() {
                 no(field("cache"), "the emulated services have no look-aside cache");
             }
+            if call.via.is_some() {
+                no(field("via"), "the emulator has no message queue yet");
+            }
         }
     }
     for f in &s.faults {

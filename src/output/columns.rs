@@ -87,6 +87,9 @@ pub fn column_of(metric: &str) -> Option<Column> {
         ("ledger_422", "422s/run"),
         ("ledger_recoveries", "recoveries/run"),
         ("deadline_overruns", "deadline overruns/run"),
+        ("reconciled", "reconciled/run"),
+        ("unresolved_at_end", "unresolved/run"),
+        ("dead_letters", "dead letters/run"),
     ];
     if let Some((_, header)) = counted.iter().find(|(m, _)| *m == name) {
         return Some(Column { metric: name, header, style: Style::Count });
@@ -101,7 +104,12 @@ pub fn style_of(metric: &str) -> Style {
     match crate::analysis::stats::Range::of(metric) {
         crate::analysis::stats::Range::Share => Style::Percent,
         _ if metric.ends_with("_s") => Style::Seconds,
-        _ if metric.ends_with("_per_intent") || metric.ends_with("_per_s") || metric == "extra" => Style::Number,
+        _ if metric.ends_with("_per_intent")
+            || metric.ends_with("_per_s")
+            || matches!(metric, "extra" | "redeliveries") =>
+        {
+            Style::Number
+        }
         _ => Style::Count,
     }
 }

@@ -26,6 +26,17 @@ pub fn load(toml: &str) -> Experiment {
     load_with(toml, &[])
 }
 
+/// The error of loading `toml`, which must not load.
+pub fn refused(toml: &str) -> String {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("experiment.toml");
+    std::fs::write(&path, toml).expect("write the experiment file");
+    match load_experiment(&path, &[]) {
+        Ok(_) => panic!("loaded:\n{toml}"),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// [`load`] with `--set KEY=VALUE` overrides.
 pub fn load_with(toml: &str, sets: &[String]) -> Experiment {
     let dir = tempfile::tempdir().expect("temporary directory");

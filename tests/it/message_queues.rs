@@ -108,3 +108,14 @@ fn a_message_that_always_fails_goes_to_the_dead_letter_queue_after_max_receives(
         assert_eq!(r.metrics["success_rate"], Some(1.0), "the order's answer does not wait for the email");
     }
 }
+
+#[test]
+fn a_queue_nobody_publishes_to_or_a_call_through_a_missing_queue_is_refused_by_name() {
+    let ok = experiment("0s", "", "", "");
+    let err = common::refused(&ok.replace("via = \"emails\"", "via = \"sms\""));
+    assert!(err.contains("services.orders.calls.mailer.via") && err.contains("no queue named \"sms\""), "{err}");
+    let err = common::refused(&ok.replace("via = \"emails\"\n", ""));
+    assert!(err.contains("queues.emails") && err.contains("no call goes through this queue"), "{err}");
+    let err = common::refused(&ok.replace("visibility_timeout = \"50ms\"", "visibility_timeout = \"0s\""));
+    assert!(err.contains("queues.emails.visibility_timeout"), "{err}");
+}

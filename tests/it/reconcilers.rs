@@ -106,24 +106,13 @@ fn effects_still_unknown_when_the_run_ends_are_counted_and_stay_lost() {
     }
 }
 
-/// The error of loading `toml` (it must not load).
-fn refused(toml: &str) -> String {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let path = dir.path().join("experiment.toml");
-    std::fs::write(&path, toml).expect("write the experiment file");
-    match retrysim::config::load_experiment(&path, &[]) {
-        Ok(_) => panic!("loaded:\n{toml}"),
-        Err(e) => e.to_string(),
-    }
-}
-
 #[test]
 fn a_reconciler_without_a_pass_interval_work_or_a_known_action_is_refused_by_name() {
     let ok = experiment("2s", "30s");
-    let err = refused(&ok.replace("every = \"2s\"\n", ""));
+    let err = common::refused(&ok.replace("every = \"2s\"\n", ""));
     assert!(err.contains("services.orders.reconcilers[0].every") && err.contains("required"), "{err}");
-    let err = refused(&ok.replace("batch = 100000", "batch = 100000\naction = \"compensate\""));
+    let err = common::refused(&ok.replace("batch = 100000", "batch = 100000\naction = \"compensate\""));
     assert!(err.contains("reconcilers[0].action") && err.contains("not modelled yet"), "{err}");
-    let err = refused(&ok.replace("when = \"after_commit\"", "when = \"before_commit\""));
+    let err = common::refused(&ok.replace("when = \"after_commit\"", "when = \"before_commit\""));
     assert!(err.contains("services.orders.reconcilers") && err.contains("no `after_commit` or `outbox` call"), "{err}");
 }
