@@ -31,6 +31,7 @@ mod hosts;
 mod layers;
 mod ledgers;
 mod paths;
+mod protocol;
 mod retries;
 mod sources;
 mod timeouts;
@@ -67,7 +68,7 @@ pub struct Rule {
 
 /// Every rule, in the order of DESIGN §6, then capacity and timeouts,
 /// then hosts and caches (`unsafe-hedge` sits beside `unsafe-retry`).
-pub const RULES: [Rule; 21] = [
+pub const RULES: [Rule; 24] = [
     Rule {
         id: "unsafe-retry",
         severity: Severity::Error,
@@ -163,6 +164,21 @@ pub const RULES: [Rule; 21] = [
         id: "short-warmup",
         severity: Severity::Warning,
         checks: "the warm-up is shorter than the time an adaptive mechanism (quantile hedging, SRE throttle, ratio budget, breaker window) needs to settle",
+    },
+    Rule {
+        id: "unknown-outcome-unresolved",
+        severity: Severity::Warning,
+        checks: "a non-idempotent call to a service that commits can time out, and no status query, key checked by a ledger, reconciler or queue finds out what happened",
+    },
+    Rule {
+        id: "visibility-below-p99",
+        severity: Severity::Warning,
+        checks: "a queue's visibility timeout is below its consumer's p99 processing time",
+    },
+    Rule {
+        id: "no-max-receives",
+        severity: Severity::Warning,
+        checks: "a queue without max_receives (a poison message is delivered for ever)",
     },
     Rule {
         id: "cold-cache-overload",
@@ -329,6 +345,7 @@ pub fn lint(s: &Scenario, src: &Sources) -> Report {
     g.timeout_rules(&mut findings);
     g.host_rules(&mut findings);
     g.warmup_rules(&mut findings);
+    g.protocol_rules(&mut findings);
     let order = |id: &str| RULES.iter().position(|r| r.id == id).unwrap_or(usize::MAX);
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(order(a.rule).cmp(&order(b.rule))));
     Report { findings, paths: g.paths() }

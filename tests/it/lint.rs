@@ -578,3 +578,50 @@ fn the_lint_total_counts_the_findings_printed() {
     );
     assert!(err.ends_with(&line), "want {line:?} in: {err}");
 }
+
+#[test]
+fn a_client_that_never_learns_what_a_timed_out_write_did_is_warned_and_a_status_query_clears_it() {
+    let f = only("unknown-outcome-unresolved", 1, &["clients.web.idempotency_key=false"]);
+    assert_eq!(f[0]["field"], "clients.web.policy.on_unknown");
+    let (_, table, report) =
+        lint_cli(CLEAN, &set_args(&["clients.web.idempotency_key=false", "clients.web.policy.on_unknown=\"query\""]));
+    assert!(rules(&report).is_empty(), "{table}");
+}
+
+/// [`CLEAN`] whose order service publishes a confirmation through a queue
+/// (visibility 30 s, 5 receives, consumer dedup) to a mailer whose p99 is
+/// well below 30 s.
+fn with_queue() -> String {
+    CLEAN.to_string()
+        + r#"
+[[services.calls]]
+to = "mailer"
+when = "outbox"
+via = "emails"
+dedup = true
+policy = { max_attempts = 1, per_try_timeout = "1s" }
+
+[[services]]
+name = "mailer"
+workers = 64
+service_time = { dist = "lognormal", mean = "200ms", p99 = "2s" }
+commits = "email"
+
+[[queues]]
+name = "emails"
+visibility_timeout = "30s"
+max_receives = 5
+"#
+}
+
+#[test]
+fn a_visibility_timeout_below_the_consumers_p99_and_a_queue_without_max_receives_are_warned() {
+    // The queue's call hangs off `payments` (the last service before it).
+    let toml = with_queue();
+    let (_, table, report) = lint_cli(&toml, &[]);
+    assert!(rules(&report).is_empty(), "the queue as written is clean:\n{table}");
+    let f = only_in(&toml, "visibility-below-p99", 1, &["queues.emails.visibility_timeout=\"1s\""]);
+    assert_eq!(f[0]["field"], "queues.emails.visibility_timeout");
+    assert!(f[0]["message"].as_str().unwrap().contains("2s"), "{}", f[0]["message"]);
+    only_in(&toml.replace("max_receives = 5\n", ""), "no-max-receives", 1, &[]);
+}

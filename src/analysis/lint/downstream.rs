@@ -29,14 +29,19 @@ impl Graph<'_> {
                     continue;
                 }
                 let keyed = self.keyed(e);
-                let protected =
-                    (c.when == When::Outbox && c.dedup) || (keyed == Keyed::Always && callee.ledger.is_some());
+                let protected = (c.when == When::Outbox && c.dedup)
+                    || c.via.is_some() && c.dedup
+                    || (keyed == Keyed::Always && callee.ledger.is_some());
                 // The call's own unsafe retries are reported by unsafe-retry.
                 if protected || self.unsafe_retry(e).is_some() {
                     continue;
                 }
                 let repeats = self.retries_above(si);
                 if !repeats && c.when != When::AfterCommit {
+                    continue;
+                }
+                // A reconciler at the caller repairs an effect lost after the commit.
+                if !repeats && !svc.reconcilers.is_empty() {
                     continue;
                 }
                 let effect = &self.s.effect_kinds[kind];
@@ -55,7 +60,8 @@ impl Graph<'_> {
                 let consequence = if repeats {
                     format!("a repeat of {} (a retry above it) repeats the \"{effect}\" effect", svc.name)
                 } else {
-                    "a failed call after the commit loses the effect for good (no relay retries it)".to_string()
+                    "a failed call after the commit loses the effect for good (no relay retries it, no reconciler repairs it)"
+                        .to_string()
                 };
                 let field = if c.when == When::Outbox { "dedup" } else { "key" };
                 out.push(self.on_experiment(
@@ -63,10 +69,17 @@ impl Graph<'_> {
                     format!("{loc}.{field}"),
                     loc.clone(),
                     format!("{loc} reaches {}, which commits \"{effect}\", but {why}: {consequence}", callee.name),
-                    format!(
-                        "make it an outbox call with dedup = true, or send a stable key (key = \"derive\") to an idempotency ledger at {}",
-                        callee.name
-                    ),
+                    if repeats {
+                        format!(
+                            "make it an outbox call with dedup = true, or send a stable key (key = \"derive\") to an idempotency ledger at {}",
+                            callee.name
+                        )
+                    } else {
+                        format!(
+                            "make it an outbox call with dedup = true, send a stable key (key = \"derive\") to an idempotency ledger at {}, or add a [[services.reconcilers]] at {}",
+                            callee.name, svc.name
+                        )
+                    },
                 ));
             }
         }

@@ -24,6 +24,12 @@ impl Graph<'_> {
     /// Both rules, for every edge that has a timeout.
     pub(super) fn timeout_rules(&self, out: &mut Vec<Finding>) {
         for e in 0..self.s.edges.len() {
+            // A call through a queue publishes: it never waits for the callee.
+            if let crate::config::Caller::Service { service, index } = self.s.edges[e].caller
+                && self.s.services[service].calls[index].via.is_some()
+            {
+                continue;
+            }
             let Some((timeout, field)) = self.attempt_timeout(e) else { continue };
             let loc = self.location(e);
             let callee = self.s.edges[e].to;
