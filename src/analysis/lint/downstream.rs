@@ -29,8 +29,7 @@ impl Graph<'_> {
                     continue;
                 }
                 let keyed = self.keyed(e);
-                let protected = (c.when == When::Outbox && c.dedup)
-                    || c.via.is_some() && c.dedup
+                let protected = ((c.when == When::Outbox || c.via.is_some()) && c.dedup)
                     || (keyed == Keyed::Always && callee.ledger.is_some());
                 // The call's own unsafe retries are reported by unsafe-retry.
                 if protected || self.unsafe_retry(e).is_some() {
