@@ -158,6 +158,19 @@ fn probes(base: &Scenario) -> Vec<Probe> {
             });
         }
     }
+    for q in &base.queues {
+        // The consumer's acknowledgement of 20% of the deliveries is lost
+        // after it committed: the message is delivered again, and only the
+        // call's dedup keeps the second delivery from committing again.
+        let mut s = short(base);
+        s.faults.push(fault("audit-ack-loss", q.consumer, d / 10, NEVER, FaultKind::ResponseLoss { probability: 0.2 }));
+        out.push(Probe {
+            breakpoint: "acknowledgement lost",
+            target: format!("queues.{}", q.name),
+            scenario: s,
+            checks: vec![Check::OneEffect],
+        });
+    }
     for (ci, c) in base.clients.iter().enumerate() {
         // Two identical keys at once: the per-try timeout is far shorter
         // than the work, so each retry arrives while the first is in progress.

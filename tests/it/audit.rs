@@ -155,3 +155,21 @@ fn every_variant_is_audited_by_default_each_in_a_section_that_names_it() {
     assert!(out.starts_with("variant \"memory\" fails 1 of 10 checks:\n"), "{out}");
     assert!(!out.contains("durable"), "{out}");
 }
+
+#[test]
+fn a_lost_acknowledgement_duplicates_an_email_unless_the_consumer_deduplicates() {
+    let exp = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/email-queue.toml");
+    let run = |variant: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_retrysim"))
+            .args(["audit", exp, "-q", "--variant", variant])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = run("visibility 10s");
+    let line = plain.lines().find(|l| l.starts_with("acknowledgement lost")).expect("the breakpoint is audited");
+    assert!(line.contains("queues.emails") && line.contains("FAIL:"), "{plain}");
+    let dedup = run("visibility 1s + dedup");
+    let line = dedup.lines().find(|l| l.starts_with("acknowledgement lost")).expect("the breakpoint is audited");
+    assert!(line.ends_with("pass"), "{dedup}");
+}
