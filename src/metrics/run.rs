@@ -389,6 +389,30 @@ impl RunCollector {
                 (name.clone(), km)
             })
             .collect();
+        let queues = s
+            .queues
+            .iter()
+            .enumerate()
+            .map(|(q, spec)| {
+                let mut qm = MetricMap::new();
+                let (published, delivered) = (inside.queue_published[q], inside.queue_deliveries[q]);
+                let ended = inside.queue_acked[q] + inside.queue_dead_letters[q] + inside.queue_dropped[q];
+                qm.insert("messages".into(), Some(published as f64));
+                qm.insert(
+                    "redeliveries".into(),
+                    (published > 0).then(|| delivered.saturating_sub(published) as f64 / published as f64),
+                );
+                qm.insert(
+                    "duplicate_deliveries".into(),
+                    (ended > 0).then(|| inside.queue_redelivered[q] as f64 / ended as f64),
+                );
+                qm.insert("dead_letters".into(), Some(inside.queue_dead_letters[q] as f64));
+                qm.insert("dropped".into(), Some(inside.queue_dropped[q] as f64));
+                let age = &inside.queue_age[q];
+                qm.insert("message_age_p99_s".into(), (age.count() > 0).then(|| age.quantiles_s(&[0.99])[0]));
+                (spec.name.clone(), qm)
+            })
+            .collect();
         let mut denials = BTreeMap::new();
         for (r, n) in &inside.denials {
             denials.insert(r.label().to_string(), *n);
@@ -402,6 +426,7 @@ impl RunCollector {
             edges,
             services,
             effects,
+            queues,
             witnesses: inside.witnesses,
             failures: inside.failures,
             denials,
@@ -459,6 +484,8 @@ pub struct RunResult {
     pub services: Vec<(String, MetricMap)>,
     /// Per side-effect kind (see [`super::EFFECT_METRICS`]).
     pub effects: Vec<(String, MetricMap)>,
+    /// Per message queue (see [`super::QUEUE_METRICS`]).
+    pub queues: Vec<(String, MetricMap)>,
     /// One intent (client class, number) per kind of violation seen.
     pub witnesses: BTreeMap<String, (u32, u64)>,
     /// How failed intents ended.

@@ -156,6 +156,7 @@ mod tests {
             edges: Vec::new(),
             services: Vec::new(),
             effects: Vec::new(),
+            queues: Vec::new(),
             failures: [("timeout (max_attempts)".to_string(), 90_000), ("502".to_string(), 12)].into(),
             denials: Default::default(),
             latency_cdf: Vec::new(),

@@ -8,7 +8,7 @@ use crate::analysis::{RunSet, Summary};
 use crate::config::Experiment;
 use crate::engine::to_secs_f64;
 use crate::metrics::{
-    EDGE_METRICS, EFFECT_METRICS, HOST_METRICS, LatencyHistogram, METRICS, MetricMap, SERVICE_METRICS,
+    EDGE_METRICS, EFFECT_METRICS, HOST_METRICS, LatencyHistogram, METRICS, MetricMap, QUEUE_METRICS, SERVICE_METRICS,
 };
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::collections::BTreeMap;
@@ -38,6 +38,8 @@ pub struct VariantSummary {
     pub services: Vec<(String, Vec<(String, Summary)>)>,
     /// Per side-effect kind.
     pub effects: Vec<(String, Vec<(String, Summary)>)>,
+    /// Per message queue (empty without queues).
+    pub queues: Vec<(String, Vec<(String, Summary)>)>,
     /// Totals over replications.
     pub failures: BTreeMap<String, u64>,
     pub denials: BTreeMap<String, u64>,
@@ -185,6 +187,7 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
                 })
                 .collect();
             let effects = per(|r| &r.effects, &EFFECT_METRICS, s.effect_kinds.len());
+            let queues = per(|r| &r.queues, &QUEUE_METRICS, s.queues.len());
             let mut failures = BTreeMap::new();
             let mut denials = BTreeMap::new();
             for r in &v.runs {
@@ -218,6 +221,7 @@ pub fn summarize_against(set: &RunSet, baseline: usize) -> Vec<VariantSummary> {
                 edges,
                 services,
                 effects,
+                queues,
                 failures,
                 denials,
                 latency_cdf,
@@ -417,6 +421,9 @@ impl Serialize for VariantJson<'_> {
         m.serialize_entry("metrics", &MetricsJson(&v.metrics, Some(&v.reasons)))?;
         m.serialize_entry("name", &v.name)?;
         m.serialize_entry("policy", &v.policy)?;
+        if !v.queues.is_empty() {
+            m.serialize_entry("queues", &GroupsJson(&v.queues))?;
+        }
         m.serialize_entry("replications", &self.1)?;
         m.serialize_entry("retry_denials", &v.denials)?;
         m.serialize_entry("services", &GroupsJson(&v.services))?;

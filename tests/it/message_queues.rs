@@ -106,6 +106,12 @@ fn a_message_that_always_fails_goes_to_the_dead_letter_queue_after_max_receives(
         assert_eq!(r.metrics["redeliveries"], Some(2.0), "delivered 3 times each: 2 beyond the first");
         assert_eq!(r.metrics["duplicate_deliveries"], Some(1.0));
         assert_eq!(r.metrics["success_rate"], Some(1.0), "the order's answer does not wait for the email");
+        // The queue's own entry says the same.
+        let (name, q) = &r.queues[0];
+        assert_eq!(name, "emails");
+        assert_eq!((q["messages"], q["dead_letters"], q["dropped"]), (Some(intents), Some(intents), Some(0.0)));
+        assert_eq!(q["redeliveries"], Some(2.0));
+        assert_eq!(q["message_age_p99_s"], None, "nothing was acknowledged");
     }
 }
 
