@@ -28,6 +28,9 @@ pub struct BinRow {
     /// intents that ended `ok` (empty with one class).
     pub class_offered: Vec<u64>,
     pub class_goodput: Vec<u64>,
+    /// Per message queue: ∫ messages in the queue dt (ns); as long as the
+    /// highest queue index recorded in this bin (missing entries are 0).
+    pub queue_depth_area: Vec<f64>,
 }
 
 /// Time series of one run.
@@ -116,6 +119,21 @@ impl TimeSeries {
             let row = &mut self.rows[self.current];
             row.queue_area[s] += queue_len * dt;
             row.busy_area[s] += busy * dt;
+            t = end;
+        }
+    }
+
+    /// Adds `depth` messages held in message queue `q` over [from, to).
+    pub fn accumulate_queue(&mut self, q: usize, from: Nanos, to: Nanos, depth: u32) {
+        let mut t = from;
+        while t < to && depth > 0 {
+            self.at(t);
+            let end = self.current_span.1.min(to);
+            let row = &mut self.rows[self.current];
+            if row.queue_depth_area.len() <= q {
+                row.queue_depth_area.resize(q + 1, 0.0);
+            }
+            row.queue_depth_area[q] += depth as f64 * nanos_f64(end - t);
             t = end;
         }
     }

@@ -548,6 +548,9 @@ impl<'s> World<'s> {
         for h in 0..self.hosts.len() {
             self.touch_host(h, end);
         }
+        for q in 0..self.queues.len() {
+            self.queue_depth_to(q, end);
+        }
         self.m.series.extend_to(end);
         for id in self.intents.ids() {
             let done = self.intents.get(id).is_some_and(|it| it.done);

@@ -7,7 +7,8 @@ use crate::engine::to_secs_f64;
 /// columns per service, each service with replicas followed by its hosts
 /// (`api[0].queue_len`, …); then `hedges_per_s` and `throttled_per_s` when
 /// a variant hedges or throttles; then, with several client classes,
-/// `NAME.offered_per_s` and `NAME.goodput_per_s` per class.
+/// `NAME.offered_per_s` and `NAME.goodput_per_s` per class; then
+/// `QUEUE.depth` per message queue.
 pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let first = &set.variants[0].scenario;
@@ -60,6 +61,11 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
         if first.clients.len() > 1 { first.clients.iter().map(|c| c.name.as_str()).collect() } else { Vec::new() };
     for c in &classes {
         header.extend([format!("{c}.offered_per_s"), format!("{c}.goodput_per_s")]);
+    }
+    // Per message queue: the time-average number of messages in it.
+    let queues: Vec<&str> = first.queues.iter().map(|q| q.name.as_str()).collect();
+    for q in &queues {
+        header.push(format!("{q}.depth"));
     }
     w.write_record(&header)?;
     for v in &set.variants {
@@ -116,6 +122,9 @@ pub fn render_timeseries(set: &RunSet) -> anyhow::Result<String> {
                 for k in 0..classes.len() {
                     let per_s = |v: &[u64]| v.get(k).map_or(String::new(), |n| (*n as f64 / bin_s).to_string());
                     rec.extend([per_s(&row.class_offered), per_s(&row.class_goodput)]);
+                }
+                for q in 0..queues.len() {
+                    rec.push((row.queue_depth_area.get(q).copied().unwrap_or(0.0) / bin_ns).to_string());
                 }
                 w.write_record(&rec)?;
             }

@@ -112,6 +112,15 @@ fn a_message_that_always_fails_goes_to_the_dead_letter_queue_after_max_receives(
         assert_eq!((q["messages"], q["dead_letters"], q["dropped"]), (Some(intents), Some(intents), Some(0.0)));
         assert_eq!(q["redeliveries"], Some(2.0));
         assert_eq!(q["message_age_p99_s"], None, "nothing was acknowledged");
+        // Each message stays exactly 3 visibility timeouts (150 ms): by
+        // Little's law a bin's mean depth is its arrivals per second x 0.15 s
+        // (about 300; the last 150 ms of the bin before carry over).
+        let rows = r.series.rows();
+        let (bin_ns, bin_s) = (r.series.bin() as f64, r.series.bin() as f64 / 1e9);
+        for row in &rows[1..9] {
+            let (depth, little) = (row.queue_depth_area[0] / bin_ns, row.offered as f64 / bin_s * 0.15);
+            assert!((depth - little).abs() < 0.03 * little, "mean depth {depth}, Little's law {little}");
+        }
     }
 }
 

@@ -40,6 +40,9 @@ pub(super) struct Message {
 pub(super) struct QueueState {
     visible: VecDeque<Id>,
     in_transit: u32,
+    /// Messages in the queue (published and not gone), and since when.
+    depth: u32,
+    since: Nanos,
 }
 
 impl World<'_> {
@@ -63,6 +66,7 @@ impl World<'_> {
         if let Some(it) = self.intents.get_mut(call.intent) {
             it.outstanding += 1;
         }
+        self.queue_depth(q, 1);
         let m = self.messages.insert(message);
         let tally = self.tally(self.messages.get(m).expect("live").intent);
         self.m.counts(tally).queue_published[q] += 1;
@@ -159,6 +163,7 @@ impl World<'_> {
         }
         let msg = self.messages.remove(m).expect("live message");
         let q = msg.queue as usize;
+        self.queue_depth(q, -1);
         let tally = self.tally(msg.intent);
         let counts = self.m.counts(tally);
         counts.queue_acked[q] += 1;
@@ -184,6 +189,7 @@ impl World<'_> {
         if self.s.queues[q].max_receives.is_some_and(|max| msg.receives >= max) {
             // Received as often as allowed: to the dead-letter queue.
             let msg = self.messages.remove(m).expect("live message");
+            self.queue_depth(q, -1);
             let tally = self.tally(msg.intent);
             let counts = self.m.counts(tally);
             counts.queue_dead_letters[q] += 1;
@@ -205,6 +211,7 @@ impl World<'_> {
             return;
         };
         let q = msg.queue as usize;
+        self.queue_depth(q, -1);
         if msg.in_transit {
             self.queues[q].in_transit -= 1;
         }
@@ -216,6 +223,22 @@ impl World<'_> {
             it.lost = it.lost.saturating_add(1);
         }
         self.message_gone(msg.intent);
+    }
+
+    /// Queue `q` gains (`+1`) or loses (`-1`) a message now: the time
+    /// series learns its depth so far.
+    fn queue_depth(&mut self, q: usize, change: i32) {
+        self.queue_depth_to(q, self.q.now());
+        let st = &mut self.queues[q];
+        st.depth = st.depth.saturating_add_signed(change);
+    }
+
+    /// The time series learns queue `q`'s depth up to `now`.
+    pub(super) fn queue_depth_to(&mut self, q: usize, now: Nanos) {
+        let st = &mut self.queues[q];
+        let (from, depth) = (st.since, st.depth);
+        st.since = now;
+        self.m.series.accumulate_queue(q, from, now, depth);
     }
 
     /// A message of intent `intent` left its queue.
