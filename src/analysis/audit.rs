@@ -48,6 +48,8 @@ enum Check {
     NoStuckPlaceholder,
     /// No client waits past its deadline.
     NoOverrun,
+    /// A reconciler resolves every placeholder within `every + older_than`.
+    Reconciled,
 }
 
 impl Check {
@@ -56,6 +58,7 @@ impl Check {
             Check::OneEffect => "one effect of each kind per intent",
             Check::NoStuckPlaceholder => "no placeholder stays in progress past its lease",
             Check::NoOverrun => "no client waits past its deadline",
+            Check::Reconciled => "a reconciler resolves every record within every + older_than",
         }
     }
 
@@ -76,6 +79,10 @@ impl Check {
             Check::NoOverrun => {
                 let n = get("deadline_overruns").unwrap_or(0.0);
                 (n > 0.0).then(|| (format!("{n} intents ended after their deadline"), "deadline_overrun"))
+            }
+            Check::Reconciled => {
+                let n = get("unresolved_at_end").unwrap_or(0.0);
+                (n > 0.0).then(|| (format!("{n} records or effects were still unresolved at the end"), "unresolved"))
             }
         }
     }
@@ -130,6 +137,15 @@ fn probes(base: &Scenario) -> Vec<Probe> {
         let mut s = short(base);
         s.faults.push(fault("audit-crash", svc, d / 2, d / 2 + S / 5, FaultKind::Crash));
         s.faults.push(fault("audit-response-loss", svc, d / 10, NEVER, FaultKind::ResponseLoss { probability: 0.2 }));
+        let reconciles = base.services[svc].ledger.is_some() && !base.services[svc].reconcilers.is_empty();
+        if reconciles {
+            out.push(Probe {
+                breakpoint: "crash after reservation",
+                target: name.clone(),
+                scenario: s.clone(),
+                checks: vec![Check::Reconciled],
+            });
+        }
         out.push(Probe {
             breakpoint: "crash after the placeholder",
             target: name.clone(),

@@ -8,7 +8,7 @@
 use crate::config::LedgerSpec;
 use crate::engine::{NEVER, Nanos};
 use crate::policy::Outcome;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// What the ledger says about an arriving request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +41,9 @@ struct Record {
     state: State,
     /// Distinguishes a record from an earlier one with the same key in the expiry queue.
     generation: u64,
+    /// The business write it guards happened (the record itself may still
+    /// be in progress: written later, or lost by a crash).
+    written: bool,
 }
 
 /// One service's ledger.
@@ -51,6 +54,8 @@ pub struct Ledger {
     /// (expiry time, key, generation), in creation order.
     expiry: VecDeque<(Nanos, u64, u64)>,
     next_generation: u64,
+    /// The records in progress, oldest first: (since, key, generation).
+    in_progress: BTreeSet<(Nanos, u64, u64)>,
     /// The most records held at once.
     pub peak: usize,
 }
@@ -58,7 +63,14 @@ pub struct Ledger {
 impl Ledger {
     /// An empty ledger.
     pub fn new(spec: LedgerSpec) -> Self {
-        Self { spec, records: HashMap::new(), expiry: VecDeque::new(), next_generation: 0, peak: 0 }
+        Self {
+            spec,
+            records: HashMap::new(),
+            expiry: VecDeque::new(),
+            next_generation: 0,
+            in_progress: BTreeSet::new(),
+            peak: 0,
+        }
     }
 
     /// The ledger's configuration.
@@ -73,7 +85,8 @@ impl Ledger {
             }
             self.expiry.pop_front();
             if self.records.get(&key).is_some_and(|r| r.generation == generation) {
-                self.records.remove(&key);
+                let r = self.records.remove(&key).expect("present");
+                self.unindex(key, &r);
             }
         }
     }
@@ -81,7 +94,11 @@ impl Ledger {
     fn place(&mut self, now: Nanos, key: u64, fingerprint: u64, owner: (u32, u64)) {
         let generation = self.next_generation;
         self.next_generation += 1;
-        self.records.insert(key, Record { fingerprint, owner, state: State::InProgress { since: now }, generation });
+        self.records.insert(
+            key,
+            Record { fingerprint, owner, state: State::InProgress { since: now }, generation, written: false },
+        );
+        self.in_progress.insert((now, key, generation));
         self.expiry.push_back((now.saturating_add(self.spec.ttl), key, generation));
         self.peak = self.peak.max(self.records.len());
     }
@@ -102,6 +119,9 @@ impl Ledger {
             State::InProgress { since } => {
                 if self.spec.lease != NEVER && now.saturating_sub(since) >= self.spec.lease {
                     record.state = State::InProgress { since: now };
+                    let generation = record.generation;
+                    self.in_progress.remove(&(since, key, generation));
+                    self.in_progress.insert((now, key, generation));
                     Lookup::Recover
                 } else if self.spec.wait {
                     Lookup::Wait
@@ -117,10 +137,51 @@ impl Ledger {
     pub fn complete(&mut self, key: u64, answer: Outcome) -> bool {
         match self.records.get_mut(&key) {
             Some(r) if matches!(r.state, State::InProgress { .. }) => {
+                let (old, generation) = (r.state, r.generation);
                 r.state = State::Completed { answer };
+                if let State::InProgress { since } = old {
+                    self.in_progress.remove(&(since, key, generation));
+                }
                 true
             }
             _ => false,
+        }
+    }
+
+    /// The business write guarded by `key`'s placeholder happened (its
+    /// record may follow later, or be lost by a crash).
+    pub fn written(&mut self, key: u64) {
+        if let Some(r) = self.records.get_mut(&key) {
+            r.written = true;
+        }
+    }
+
+    /// Up to `max` keys of placeholders in progress since `before` or
+    /// earlier, oldest first.
+    pub fn stale(&self, before: Nanos, max: usize) -> Vec<u64> {
+        self.in_progress.iter().take_while(|&&(since, _, _)| since <= before).take(max).map(|&(_, k, _)| k).collect()
+    }
+
+    /// A reconciler resolves `key`'s placeholder: completed `ok` when its
+    /// business write happened, else removed (a retry executes afresh).
+    /// Returns whether it completed it.
+    pub fn reconcile(&mut self, key: u64) -> bool {
+        let Some(r) = self.records.get(&key).copied() else { return false };
+        let State::InProgress { since } = r.state else { return false };
+        self.in_progress.remove(&(since, key, r.generation));
+        if r.written {
+            self.records.get_mut(&key).expect("present").state = State::Completed { answer: Outcome::Ok };
+            true
+        } else {
+            self.records.remove(&key);
+            false
+        }
+    }
+
+    /// Takes a record out of the in-progress index.
+    fn unindex(&mut self, key: u64, r: &Record) {
+        if let State::InProgress { since } = r.state {
+            self.in_progress.remove(&(since, key, r.generation));
         }
     }
 
@@ -128,7 +189,8 @@ impl Ledger {
     /// the placeholder goes, so a retry executes afresh.
     pub fn abandon(&mut self, key: u64) {
         if self.records.get(&key).is_some_and(|r| matches!(r.state, State::InProgress { .. })) {
-            self.records.remove(&key);
+            let r = self.records.remove(&key).expect("present");
+            self.unindex(key, &r);
         }
     }
 
@@ -137,6 +199,7 @@ impl Ledger {
         if !self.spec.durable {
             self.records.clear();
             self.expiry.clear();
+            self.in_progress.clear();
         }
     }
 

@@ -530,7 +530,16 @@ impl<'s> World<'s> {
             debug_assert!(self.services.iter().all(|s| s.picker.idle()));
         }
         self.close(end);
-        for st in &self.services {
+        for (si, st) in self.services.iter().enumerate() {
+            // Placeholders a reconciler should have resolved by now: still in
+            // progress longer than a pass interval plus its age threshold.
+            let spec = &self.s.services[si];
+            if let Some(due) = spec.reconcilers.iter().map(|r| r.every.saturating_add(r.older_than)).min()
+                && let Some(before) = end.checked_sub(due)
+            {
+                let late: usize = st.ledgers.iter().map(|l| l.ledger.stale(before, usize::MAX).len()).sum();
+                self.m.inside().unresolved_at_end += late as u64;
+            }
             for l in &st.ledgers {
                 self.m.stuck_placeholders += l.ledger.stuck();
                 if let Some(owner) = l.ledger.stuck_example() {

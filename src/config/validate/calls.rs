@@ -167,10 +167,13 @@ pub fn calls(
                 },
             });
         }
-        if !services[si].reconcilers.is_empty() && !specs.iter().any(|c| c.when != When::BeforeCommit) {
+        if !services[si].reconcilers.is_empty()
+            && services[si].ledger.is_none()
+            && !specs.iter().any(|c| c.when != When::BeforeCommit)
+        {
             return Err(v.err(
                 &format!("services.{}.reconcilers", services[si].name),
-                "a reconciler repairs downstream effects left unknown after the commit: this service has no `after_commit` or `outbox` call",
+                "a reconciler resolves idempotency placeholders left in progress and downstream effects left unknown after the commit: this service has no `idempotency` ledger and no `after_commit` or `outbox` call",
             ));
         }
         services[si].calls = specs;

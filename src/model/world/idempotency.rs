@@ -56,7 +56,9 @@ impl World<'_> {
     /// happened: complete the record now (atomic) or after `record_delay`.
     pub(super) fn record_result(&mut self, h: usize, key: u64) {
         let host = &self.hosts[h];
-        let Some(l) = self.services[host.service as usize].ledgers.get(host.ledger as usize) else { return };
+        let Some(l) = self.services[host.service as usize].ledgers.get_mut(host.ledger as usize) else { return };
+        l.ledger.written(key);
+        let l = &self.services[host.service as usize].ledgers[host.ledger as usize];
         if l.ledger.spec().atomic {
             self.complete_record(h, key);
         } else {

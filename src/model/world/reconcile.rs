@@ -45,11 +45,23 @@ impl World<'_> {
         true
     }
 
-    /// A pass of reconciler `r` of service `svc`.
+    /// A pass of reconciler `r` of service `svc`: its ledgers' placeholders
+    /// left in progress first, then its unknown downstream effects, at most
+    /// `batch` in all.
     pub(super) fn on_reconcile(&mut self, svc: usize, r: usize) {
         let now = self.q.now();
         let spec = self.s.services[svc].reconcilers[r];
-        for _ in 0..spec.batch {
+        let mut left = spec.batch as usize;
+        if let Some(before) = now.checked_sub(spec.older_than) {
+            for l in 0..self.services[svc].ledgers.len() {
+                let keys = self.services[svc].ledgers[l].ledger.stale(before, left);
+                left -= keys.len();
+                for key in keys {
+                    self.reconcile_record(svc, l, key);
+                }
+            }
+        }
+        for _ in 0..left {
             let Some((&(failed, n), _)) = self.services[svc].unresolved.first_key_value() else {
                 break;
             };
@@ -62,6 +74,29 @@ impl World<'_> {
         }
         if now < self.s.duration.saturating_add(self.s.drain_limit) {
             self.q.schedule_in(spec.every, Event::Reconcile { service: svc as u32, reconciler: r as u32 });
+        }
+    }
+
+    /// Resolves placeholder `key` of ledger `l` of service `svc`: its
+    /// business write happened (the record was lost or is late): the record
+    /// is completed and the duplicates waiting for it replay it; it did not
+    /// (the request was reset by a crash): the placeholder goes and the
+    /// duplicates waiting for it execute. The reconciler reads the
+    /// service's own database: no request.
+    fn reconcile_record(&mut self, svc: usize, l: usize, key: u64) {
+        let now = self.q.now();
+        let ls = &mut self.services[svc].ledgers[l];
+        let completed = ls.ledger.reconcile(key);
+        let waiters = ls.waiters.remove(&key).unwrap_or_default();
+        self.m.counts_at(now).reconciled += 1;
+        for waiter in waiters {
+            if completed {
+                let tally = self.tally(self.requests.get(waiter).expect("waiting request").intent);
+                self.m.counts(tally).ledger_replays += 1;
+                self.finish_request(waiter, Outcome::Ok);
+            } else {
+                self.begin(waiter);
+            }
         }
     }
 
