@@ -150,6 +150,7 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
         lags.sort_by(f64::total_cmp);
         let lag = lags.get(((lags.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)).copied().unwrap_or(0.0);
         rec.lock().m.stuck_placeholders = hosts.stuck();
+        rec.lock().m.inside().unresolved_at_end += hosts.late(&s, end);
         let intents = rec.intents();
         drop(proxies);
         anyhow::Ok((rec.finish(&s, end), late, intents, lag))

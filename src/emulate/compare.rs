@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 pub const MIN_SIMULATED: u32 = 10;
 
 /// The metrics compared, in the order shown.
-pub const COMPARED: [&str; 12] = [
+pub const COMPARED: [&str; 13] = [
     "success_rate",
     "attempts_per_intent",
     "amplification",
@@ -31,6 +31,7 @@ pub const COMPARED: [&str; 12] = [
     "recovery_time_s",
     "duplicate_intents",
     "stuck_placeholders",
+    "reconciled",
     "cancelled_fraction",
     "throttled_per_intent",
     "status_queries_per_intent",
@@ -51,7 +52,7 @@ pub fn tolerance(metric: &str) -> (f64, f64) {
         "recovery_time_s" => (2.0, 0.20),
         // A count of rare events: about two Poisson standard deviations at
         // the tens to hundreds these scenarios produce.
-        "duplicate_intents" | "stuck_placeholders" => (3.0, 0.25),
+        "duplicate_intents" | "stuck_placeholders" | "reconciled" => (3.0, 0.25),
         "cancelled_fraction" => (0.03, 0.10),
         "throttled_per_intent" | "status_queries_per_intent" => (0.01, 0.10),
         _ => (0.0, 0.0),
@@ -161,8 +162,10 @@ pub fn compare(simulated: &RunSet, emulated: &RunSet, generator: Generator) -> V
                 let sim = summarize(values(simulated, v, metric, &service));
                 // Compared where the model has it: cancellation, throttles
                 // and status queries only when a policy has them.
-                if matches!(metric, "cancelled_fraction" | "throttled_per_intent" | "status_queries_per_intent")
-                    && sim.mean.is_none()
+                if matches!(
+                    metric,
+                    "cancelled_fraction" | "throttled_per_intent" | "status_queries_per_intent" | "reconciled"
+                ) && sim.mean.is_none()
                 {
                     continue;
                 }

@@ -59,7 +59,9 @@ impl Hosts {
     /// The network for downstream calls; the load begins: the brownouts'
     /// ends are timed from now.
     pub fn connect(&mut self, net: Arc<Net>) {
+        let rec = net.rec.clone();
         let _ = self.net.set(net);
+        self.reconcile(&rec);
         for host in &self.all {
             for (fi, f) in host.s.faults.iter().enumerate() {
                 if !f.hits(host.svc, host.replica, f.start) {
@@ -74,16 +76,72 @@ impl Hosts {
         }
     }
 
+    /// Every ledger once, with its service.
+    fn ledgers(&self) -> Vec<(usize, &Arc<Mutex<Ledger>>)> {
+        let mut seen: Vec<(usize, &Arc<Mutex<Ledger>>)> = Vec::new();
+        for h in &self.all {
+            if let Some(l) = h.ledger.as_ref()
+                && !seen.iter().any(|(_, k)| Arc::ptr_eq(k, l))
+            {
+                seen.push((h.svc, l));
+            }
+        }
+        seen
+    }
+
     /// Ledger placeholders still in progress that no request will recover
     /// (lease "never"), over every ledger once.
     pub fn stuck(&self) -> u64 {
-        let mut seen: Vec<&Arc<Mutex<Ledger>>> = Vec::new();
-        for l in self.all.iter().filter_map(|h| h.ledger.as_ref()) {
-            if !seen.iter().any(|k| Arc::ptr_eq(k, l)) {
-                seen.push(l);
+        self.ledgers().iter().map(|(_, l)| l.lock().unwrap_or_else(|e| e.into_inner()).stuck()).sum()
+    }
+
+    /// Placeholders a reconciler should have resolved by `end`: in progress
+    /// longer than its pass interval plus `older_than` (the smallest over
+    /// the service's reconcilers).
+    pub fn late(&self, s: &Scenario, end: Nanos) -> u64 {
+        let mut late = 0;
+        for (svc, l) in self.ledgers() {
+            let due = s.services[svc].reconcilers.iter().map(|r| r.every.saturating_add(r.older_than)).min();
+            if let Some(before) = due.and_then(|d| end.checked_sub(d)) {
+                late += l.lock().unwrap_or_else(|e| e.into_inner()).stale(before, usize::MAX).len() as u64;
             }
         }
-        seen.iter().map(|l| l.lock().unwrap_or_else(|e| e.into_inner()).stuck()).sum()
+        late
+    }
+
+    /// The reconcilers of services with a ledger: each resolves, every
+    /// `every`, the placeholders in progress since `older_than` or longer
+    /// (completed when their write happened, else removed), at most
+    /// `batch` per pass; the pass reads the service's own database.
+    fn reconcile(&mut self, rec: &Arc<Recorder>) {
+        let s = match self.all.first() {
+            Some(h) => h.s.clone(),
+            None => return,
+        };
+        let ledgers: Vec<(usize, Arc<Mutex<Ledger>>)> =
+            self.ledgers().into_iter().map(|(v, l)| (v, l.clone())).collect();
+        for (svc, ledger) in ledgers {
+            for r in s.services[svc].reconcilers.clone() {
+                let (rec, ledger) = (rec.clone(), ledger.clone());
+                self.tasks.push(tokio::spawn(async move {
+                    let mut at = r.every;
+                    loop {
+                        rec.sleep_until(at).await;
+                        let now = rec.clock.now();
+                        if let Some(before) = now.checked_sub(r.older_than) {
+                            let mut l = ledger.lock().unwrap_or_else(|e| e.into_inner());
+                            let keys = l.stale(before, r.batch as usize);
+                            for key in &keys {
+                                l.reconcile(*key);
+                            }
+                            drop(l);
+                            rec.lock().m.counts_at(now).reconciled += keys.len() as u64;
+                        }
+                        at = at.saturating_add(r.every);
+                    }
+                }));
+            }
+        }
     }
 
     /// Stops accepting; work in progress ends with the runtime.

@@ -67,6 +67,7 @@ impl Host {
     /// unless the host crashes before (the pending write is lost).
     pub(super) fn record(&self, scope: u64) {
         let Some(ledger) = self.ledger.clone() else { return };
+        ledger.lock().unwrap_or_else(|e| e.into_inner()).written(scope);
         let spec = *ledger.lock().unwrap_or_else(|e| e.into_inner()).spec();
         if spec.atomic {
             ledger.lock().unwrap_or_else(|e| e.into_inner()).complete(scope, Outcome::Ok);
