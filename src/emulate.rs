@@ -142,6 +142,15 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
             _ = tokio::time::timeout(limit.max(Duration::from_millis(1)), rec.all_ended()) => {}
             _ = interrupted() => return Err(crate::interrupt::Interrupted.into()),
         }
+        // Intents whose effects a reconciler still has to repair stay open
+        // (as in the model) until repaired or the drain limit.
+        let stop_at = s.duration.saturating_add(s.drain_limit.min(crate::engine::NEVER / 4));
+        while rec.lock().unresolved_left() > 0 && clock.now() < stop_at {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+                _ = interrupted() => return Err(crate::interrupt::Interrupted.into()),
+            }
+        }
         let end = clock.now().max(s.duration);
         hosts.stop();
         sweeps.abort();
@@ -150,7 +159,8 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
         lags.sort_by(f64::total_cmp);
         let lag = lags.get(((lags.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)).copied().unwrap_or(0.0);
         rec.lock().m.stuck_placeholders = hosts.stuck();
-        rec.lock().m.inside().unresolved_at_end += hosts.late(&s, end);
+        let left = rec.lock().unresolved_left();
+        rec.lock().m.inside().unresolved_at_end += hosts.late(&s, end) + left;
         let intents = rec.intents();
         drop(proxies);
         anyhow::Ok((rec.finish(&s, end), late, intents, lag))

@@ -145,14 +145,32 @@ impl Net {
         upstream: Option<Nanos>,
     ) -> Outcome {
         let shared = self.edges[edge].clone();
-        let (last, end) = self.call(edge, shared, intent, operation, body, upstream).await;
+        let (last, end) = self.call(edge, shared, intent, operation, body, upstream, false).await;
         // An open breaker fails the call fast, as an overload answer.
         if end.is_ok() { Outcome::Ok } else { last.unwrap_or(Outcome::Status(503)) }
     }
 
+    /// A reconciler's repair of the effect of intent `intent` on `edge`
+    /// left unknown: a call under the edge's policy that asks the callee
+    /// first, and sends the effect again (in a second call when the policy
+    /// had no attempt left) after a `not found`. Whether it is resolved.
+    pub async fn repair(self: &Arc<Self>, edge: usize, intent: u64, operation: usize, body: Body) -> bool {
+        let shared = self.edges[edge].clone();
+        let (last, end) = self.call(edge, shared.clone(), intent, operation, body, None, true).await;
+        if end.is_ok() {
+            return true;
+        }
+        if last == Some(crate::policy::decision::NOT_FOUND) {
+            return self.call(edge, shared, intent, operation, body, None, false).await.1.is_ok();
+        }
+        false
+    }
+
     /// One call on `edge` under `shared`'s policy, ending by `upstream`
     /// (model time, a propagated deadline) at the latest: its last outcome
-    /// (none when nothing was sent) and how it ended.
+    /// (none when nothing was sent) and how it ended. `ask_first`: the
+    /// first attempt is a status query (a reconciler's repair).
+    #[allow(clippy::too_many_arguments)]
     pub async fn call(
         self: &Arc<Self>,
         edge: usize,
@@ -161,6 +179,7 @@ impl Net {
         operation: usize,
         body: Body,
         upstream: Option<Nanos>,
+        ask_first: bool,
     ) -> (Option<Outcome>, Result<(), DenyReason>) {
         if let Caller::Client(c) = self.s.edges[edge].caller
             && self.proxied()
@@ -172,6 +191,9 @@ impl Net {
         let idempotent = self.s.operations[operation].idempotent;
         let hedged = shared.policy().hedging.is_some();
         let mut call = Call::new(shared, SplitMix::new(seed)).operation(idempotent, body.key.is_some());
+        if ask_first {
+            call = call.ask_first();
+        }
         if let Some(t) = upstream {
             call = call.deadline_at(clock.virtual_at(t));
         }

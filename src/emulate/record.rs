@@ -11,7 +11,7 @@
 use super::clock::Clock;
 use crate::config::Scenario;
 use crate::config::validate::MAX_EFFECT_KINDS;
-use crate::engine::Nanos;
+use crate::engine::{NEVER, Nanos};
 use crate::metrics::{RunCollector, RunResult, Settled, Tally};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -26,6 +26,20 @@ struct IntentRec {
     ok: bool,
     effects: [u16; MAX_EFFECT_KINDS],
     lost: u64,
+    /// When its client had the result.
+    ended_at: Nanos,
+    /// Its effects left unknown that a reconciler has yet to repair.
+    unresolved: u32,
+}
+
+/// A downstream effect left unknown (an `after_commit` call that failed),
+/// for the calling service's reconcilers.
+#[derive(Debug, Clone, Copy)]
+pub struct Unresolved {
+    pub intent: u64,
+    pub edge: usize,
+    pub operation: usize,
+    pub body: super::caller::Body,
 }
 
 /// The counters and the registry, behind one lock.
@@ -39,6 +53,11 @@ pub struct Inner {
     next_arrival: u64,
     open: u64,
     kinds: usize,
+    /// Per service, effects left unknown waiting for a reconciler, oldest
+    /// first by (when it failed, number); and how many are being repaired.
+    unresolved: std::collections::BTreeMap<(usize, Nanos, u64), Unresolved>,
+    next_unresolved: u64,
+    repairing: u64,
     /// (service, intent) of every request that passed its commit there: the
     /// business records (carrying the intent's key) a status query looks up.
     committed: std::collections::HashSet<(usize, u64)>,
@@ -67,6 +86,9 @@ impl Recorder {
                 open: 0,
                 kinds: s.effect_kinds.len(),
                 committed: std::collections::HashSet::new(),
+                unresolved: std::collections::BTreeMap::new(),
+                next_unresolved: 0,
+                repairing: 0,
             }),
             ended: tokio::sync::Notify::new(),
             clock,
@@ -111,6 +133,8 @@ impl Recorder {
             ok: false,
             effects: [0; MAX_EFFECT_KINDS],
             lost: 0,
+            ended_at: NEVER,
+            unresolved: 0,
         };
         g.intents.insert(id, rec);
         (id, now)
@@ -123,6 +147,7 @@ impl Recorder {
         let Some(it) = g.intents.get_mut(&id) else { return };
         it.ended = true;
         it.ok = ok;
+        it.ended_at = now;
         let (tally, arrived, owner) = (it.tally, it.arrived, (it.client, it.seq));
         g.m.intent_ended(tally, owner, now, now.saturating_sub(arrived), ok, failure, deadline);
         g.open -= 1;
@@ -222,6 +247,51 @@ impl Inner {
         if let Some(it) = self.intents.get_mut(&id) {
             it.effects[kind] = it.effects[kind].saturating_add(1);
         }
+    }
+
+    /// An effect of service `svc` failed at `now` and is left to its
+    /// reconcilers.
+    pub fn unresolved(&mut self, svc: usize, now: Nanos, what: Unresolved) {
+        if let Some(it) = self.intents.get_mut(&what.intent) {
+            it.unresolved += 1;
+        }
+        let n = self.next_unresolved;
+        self.next_unresolved += 1;
+        self.unresolved.insert((svc, now, n), what);
+    }
+
+    /// Up to `max` effects of service `svc` that failed at `before` or
+    /// earlier, oldest first, taken for repair (with their stamps).
+    pub fn take_unresolved(&mut self, svc: usize, before: Nanos, max: usize) -> Vec<((usize, Nanos, u64), Unresolved)> {
+        let keys: Vec<(usize, Nanos, u64)> =
+            self.unresolved.range((svc, 0, 0)..=(svc, before, u64::MAX)).map(|(k, _)| *k).take(max).collect();
+        self.repairing += keys.len() as u64;
+        keys.into_iter().map(|k| (k, self.unresolved.remove(&k).expect("present"))).collect()
+    }
+
+    /// A repair ended: resolved at `now` (no longer a lost effect; the
+    /// intent's time to consistency when it was its last), or back in the
+    /// pool under its stamp.
+    pub fn repaired(&mut self, stamp: (usize, Nanos, u64), what: Unresolved, resolved: bool, now: Nanos) {
+        self.repairing -= 1;
+        if !resolved {
+            self.unresolved.insert(stamp, what);
+            return;
+        }
+        let Some(it) = self.intents.get_mut(&what.intent) else { return };
+        it.lost = it.lost.saturating_sub(1);
+        it.unresolved -= 1;
+        let (tally, last, ended_at) = (it.tally, it.unresolved == 0, it.ended.then_some(it.ended_at));
+        let counts = self.m.counts(tally);
+        counts.reconciled += 1;
+        if last && let Some(ended) = ended_at {
+            counts.time_to_consistency.record(now.saturating_sub(ended));
+        }
+    }
+
+    /// Effects still waiting for or under repair.
+    pub fn unresolved_left(&self) -> u64 {
+        self.unresolved.len() as u64 + self.repairing
     }
 
     /// A request of intent `intent` passed its commit at service `svc`.

@@ -20,7 +20,7 @@ mod door;
 mod ledger;
 
 use super::caller::{self, Body, Net};
-use super::record::Recorder;
+use super::record::{Recorder, Unresolved};
 use crate::config::{Caller, FaultKind, KeyMode, Scenario};
 use crate::engine::random::hash_words;
 use crate::engine::{KeyedRandom, Nanos};
@@ -60,8 +60,8 @@ impl Hosts {
     /// ends are timed from now.
     pub fn connect(&mut self, net: Arc<Net>) {
         let rec = net.rec.clone();
-        let _ = self.net.set(net);
-        self.reconcile(&rec);
+        let _ = self.net.set(net.clone());
+        self.reconcile(&rec, &net);
         for host in &self.all {
             for (fi, f) in host.s.faults.iter().enumerate() {
                 if !f.hits(host.svc, host.replica, f.start) {
@@ -113,11 +113,35 @@ impl Hosts {
     /// `every`, the placeholders in progress since `older_than` or longer
     /// (completed when their write happened, else removed), at most
     /// `batch` per pass; the pass reads the service's own database.
-    fn reconcile(&mut self, rec: &Arc<Recorder>) {
+    fn reconcile(&mut self, rec: &Arc<Recorder>, net: &Arc<Net>) {
         let s = match self.all.first() {
             Some(h) => h.s.clone(),
             None => return,
         };
+        // Effects left unknown after the commit: repaired by calls.
+        for (svc, spec) in s.services.iter().enumerate() {
+            for r in spec.reconcilers.clone() {
+                let (rec, net) = (rec.clone(), net.clone());
+                self.tasks.push(tokio::spawn(async move {
+                    let mut at = r.every;
+                    loop {
+                        rec.sleep_until(at).await;
+                        at = at.saturating_add(r.every);
+                        let now = rec.clock.now();
+                        let Some(before) = now.checked_sub(r.older_than) else { continue };
+                        let taken = rec.lock().take_unresolved(svc, before, r.batch as usize);
+                        for (stamp, what) in taken {
+                            let (rec, net) = (rec.clone(), net.clone());
+                            tokio::spawn(async move {
+                                let ok = net.repair(what.edge, what.intent, what.operation, what.body).await;
+                                let now = rec.clock.now();
+                                rec.lock().repaired(stamp, what, ok, now);
+                            });
+                        }
+                    }
+                }));
+            }
+        }
         let ledgers: Vec<(usize, Arc<Mutex<Ledger>>)> =
             self.ledgers().into_iter().map(|(v, l)| (v, l.clone())).collect();
         for (svc, ledger) in ledgers {
@@ -661,7 +685,16 @@ impl Host {
         for c in spec.calls.iter().filter(|c| c.when == crate::config::When::AfterCommit) {
             // Stopped, it no longer learns whether the call failed: no lost effect.
             if stop.run(call(c)).await?.unwrap_or(Outcome::Reset) != Outcome::Ok {
-                rec.lock().lose(intent);
+                let mut g = rec.lock();
+                g.lose(intent);
+                if !spec.reconcilers.is_empty() {
+                    let body = Body {
+                        key: self.downstream_key(c.key, a, c.edge),
+                        fingerprint: hash_words(a.body.fingerprint, &[c.edge as u64]),
+                    };
+                    let what = Unresolved { intent, edge: c.edge, operation: c.operation.unwrap_or(operation), body };
+                    g.unresolved(self.svc, rec.clock.now(), what);
+                }
             }
         }
         Ok(Outcome::Ok)

@@ -21,12 +21,7 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
         if sv.occ_rows.is_some() {
             no(at("occ_rows"), "the emulated servers have no optimistic concurrency");
         }
-        if !sv.reconcilers.is_empty() && sv.calls.iter().any(|c| c.when != When::BeforeCommit) {
-            no(
-                at("reconcilers"),
-                "the emulated reconcilers resolve ledger placeholders only; they do not yet repair effects left unknown after the commit",
-            );
-        }
+
         let h = &sv.hosts;
         if h.concurrency_limit.is_some() {
             no(at("concurrency_limit"), "the emulated hosts have no adaptive concurrency limit yet");

@@ -155,6 +155,17 @@ impl<R: Random> Call<R> {
         self
     }
 
+    /// Makes the call's first attempt a status query
+    /// ([`CallAction::Query`]): a reconciler repairing an effect whose
+    /// outcome is unknown asks the target first and sends the operation
+    /// only after a `not found`. Without hedging only.
+    pub fn ask_first(mut self) -> Self {
+        if !self.machine.hedged() {
+            self.machine.st.querying = true;
+        }
+        self
+    }
+
     /// Attempts (copies) sent so far.
     pub fn attempts(&self) -> u32 {
         self.machine.st.attempts
@@ -196,7 +207,9 @@ impl<R: Random> Call<R> {
                 if let Some(at) = self.upstream {
                     deadline = deadline.min(self.shared.at(at));
                 }
+                let ask = m.st.querying;
                 m.st = CallState::new(deadline, t, m.st.idempotent, m.st.key_sent);
+                m.st.querying = ask;
                 if !first_allowed(s, t) {
                     self.over = true;
                     steps.push(CallAction::Finish(Err(DenyReason::BreakerOpen)));
@@ -446,6 +459,22 @@ mod tests {
         let found = CallInput::Answer { copy: 1, outcome: Outcome::Ok, retry_after: None };
         assert_eq!(call.handle(found, t0 + ms(102)), [CallAction::Finish(Ok(()))]);
         assert_eq!(call.attempts(), 2);
+    }
+
+    #[test]
+    fn a_call_that_asks_first_sends_the_operation_only_after_not_found() {
+        let policy = Policy::builder().max_attempts(3).per_try_timeout(ms(100)).retry_on(["503"]).build().unwrap();
+        let t0 = Instant::now();
+        let client = Shared::with_origin(policy, t0);
+        let mut call = Call::new(client.clone(), SplitMix::new(1)).operation(false, true).ask_first();
+        assert_eq!(call.handle(CallInput::Start, t0), [CallAction::Query { copy: 0, timeout: Some(ms(100)) }]);
+        let not_found = CallInput::Answer { copy: 0, outcome: Outcome::Status(404), retry_after: None };
+        assert_eq!(call.handle(not_found, t0 + ms(2)), [CallAction::Send { copy: 1, timeout: Some(ms(100)) }]);
+        // Found at once: nothing is sent again.
+        let mut found = Call::new(client, SplitMix::new(2)).ask_first();
+        let _ = found.handle(CallInput::Start, t0);
+        let ok = CallInput::Answer { copy: 0, outcome: Outcome::Ok, retry_after: None };
+        assert_eq!(found.handle(ok, t0 + ms(1)), [CallAction::Finish(Ok(()))]);
     }
 
     #[test]
