@@ -559,9 +559,18 @@ impl Host {
     /// answers `ok` when a request of the intent passed its commit here,
     /// 404 otherwise.
     async fn look_up(&self, a: &Arrival, stop: &mut Interrupts) -> Result<Outcome, Stopped> {
+        self.own_work(a, self.s.operations[a.operation].status_time, stop).await?;
+        let found = self.rec.lock().has_committed(self.svc, a.intent);
+        Ok(if found { Outcome::Ok } else { crate::policy::decision::NOT_FOUND })
+    }
+
+    /// Sleeps `demand` of own work (stretched by the slowdowns in force)
+    /// and counts it: done, or, when the caller closed the connection,
+    /// wasted so far and cancelled for the rest. A crash's unfinished work
+    /// does not count.
+    async fn own_work(&self, a: &Arrival, mut demand: Nanos, stop: &mut Interrupts) -> Result<(), Stopped> {
         let (s, rec) = (&*self.s, &*self.rec);
         let start = rec.clock.now();
-        let mut demand = s.operations[a.operation].status_time;
         let factor: f64 = s
             .faults
             .iter()
@@ -584,11 +593,11 @@ impl Host {
                 return Err(Stopped::Gone);
             }
         }
+        let worked = rec.clock.now().saturating_sub(start);
         let mut g = rec.lock();
         let (abandoned, tally) = (g.abandoned(a.attempt), g.tally(a.intent));
-        g.m.work_done(tally, self.svc, self.slot, crate::engine::nanos_f64(demand), abandoned, start + demand);
-        let found = g.has_committed(self.svc, a.intent);
-        Ok(if found { Outcome::Ok } else { crate::policy::decision::NOT_FOUND })
+        g.m.work_done(tally, self.svc, self.slot, crate::engine::nanos_f64(worked), abandoned, start + worked);
+        Ok(())
     }
 
     /// The request's own work, then its plan: calls before the commit, the
@@ -596,48 +605,20 @@ impl Host {
     /// stopped first (a cancelled request's placeholder is gone and its
     /// work counted; a crash's is left as the crash left it).
     async fn work(&self, a: &Arrival, scope: Option<u64>, stop: &mut Interrupts) -> Result<Outcome, Stopped> {
-        let (intent, attempt, operation) = (a.intent, a.attempt, a.operation);
+        let (intent, operation) = (a.intent, a.operation);
         let (s, rec) = (&*self.s, &*self.rec);
         let spec = &s.services[self.svc];
-        let start = rec.clock.now();
         let mut demand = spec.service_time.sample(&self.rng, &[SERVICE, a.draw]);
         if spec.per_inflight > 0 {
             let others = self.door().busy().saturating_sub(1) as u64;
             demand = demand.saturating_add(spec.per_inflight.saturating_mul(others));
         }
-        let mut factor = 1.0;
-        for f in &s.faults {
-            if let FaultKind::Slowdown { factor: x } = f.kind
-                && f.hits(self.svc, self.replica, start)
-            {
-                factor *= x;
-            }
-        }
-        if factor != 1.0 {
-            demand = (demand as f64 * factor) as Nanos;
-        }
-        match stop.run(rec.sleep(demand)).await {
-            Ok(()) => {}
-            // Its unfinished work does not count.
-            Err(Stopped::Crash) => return Err(Stopped::Crash),
-            Err(Stopped::Gone) => {
-                // Stopped in its own work: what it did is wasted, the rest is saved.
-                let now = rec.clock.now();
-                let done = now.saturating_sub(start).min(demand);
-                let mut g = rec.lock();
-                let tally = g.tally(intent);
-                let (done, left) = (crate::engine::nanos_f64(done), crate::engine::nanos_f64(demand - done));
-                g.m.work_cancelled(tally, self.svc, self.slot, done, left, now);
-                drop(g);
+        if let Err(why) = self.own_work(a, demand, stop).await {
+            // Stopped in its own work by its caller: its placeholder goes.
+            if why == Stopped::Gone {
                 self.forget(scope);
-                return Err(Stopped::Gone);
             }
-        }
-        let worked = rec.clock.now().saturating_sub(start);
-        {
-            let mut g = rec.lock();
-            let (abandoned, tally) = (g.abandoned(attempt), g.tally(intent));
-            g.m.work_done(tally, self.svc, self.slot, crate::engine::nanos_f64(worked), abandoned, start + worked);
+            return Err(why);
         }
         let net = self.net.get().expect("connected before the first arrival").clone();
         // A downstream call goes on when the request that made it stops.

@@ -146,12 +146,7 @@ impl World<'_> {
             let others = self.hosts[h].busy.saturating_sub(1) as u64;
             demand = demand.saturating_add(spec.per_inflight.saturating_mul(others));
         }
-        if self.has_slowdowns() {
-            let speed = self.slowdown_at(h);
-            if speed != 1.0 {
-                demand = from_secs_f64(demand as f64 * speed / 1e9);
-            }
-        }
+        demand = self.slowed(h, demand);
         let row = match self.s.services[svc].occ_rows {
             Some(rows) => {
                 let it = self.intents.get(req.intent).expect("live intent");
@@ -179,18 +174,22 @@ impl World<'_> {
     fn begin_query(&mut self, id: Id) {
         let req = self.requests.get(id).expect("live request");
         let h = req.host as usize;
-        let mut demand = self.s.operations[req.operation as usize].status_time;
-        if self.has_slowdowns() {
-            let speed = self.slowdown_at(h);
-            if speed != 1.0 {
-                demand = from_secs_f64(demand as f64 * speed / 1e9);
-            }
-        }
+        let demand = self.slowed(h, self.s.operations[req.operation as usize].status_time);
         let r = self.requests.get_mut(id).expect("live");
         r.demand = demand;
         r.to(Phase::Working);
         r.done_at = self.q.now().saturating_add(demand);
         self.q.schedule_in(demand, Event::Done { req: id });
+    }
+
+    /// `demand` of own work at host `h`, stretched by the slowdowns in force.
+    #[inline]
+    fn slowed(&self, h: usize, demand: Nanos) -> Nanos {
+        if !self.has_slowdowns() {
+            return demand;
+        }
+        let speed = self.slowdown_at(h);
+        if speed != 1.0 { from_secs_f64(demand as f64 * speed / 1e9) } else { demand }
     }
 
     /// The request's own work is done: account it, then go on with its plan.
