@@ -434,7 +434,10 @@ impl World<'_> {
         let Some(req) = self.requests.get(id) else {
             return;
         };
-        if let Some(&Call { owner: Owner::Delivery { message, receipt }, .. }) = self.calls.get(req.call) {
+        // Only an experiment with queues has deliveries: no look-up otherwise.
+        if !self.queues.is_empty()
+            && let Some(&Call { owner: Owner::Delivery { message, receipt }, .. }) = self.calls.get(req.call)
+        {
             let (call, outcome) = (req.call, req.answer);
             self.delivery_answered(call, message, receipt, outcome);
             self.leave(id);
@@ -466,7 +469,9 @@ impl World<'_> {
         let Some(req) = self.requests.get(id) else {
             return;
         };
-        if let Some(&Call { owner: Owner::Delivery { message, .. }, .. }) = self.calls.get(req.call) {
+        if !self.queues.is_empty()
+            && let Some(&Call { owner: Owner::Delivery { message, .. }, .. }) = self.calls.get(req.call)
+        {
             // The queue stops waiting; the consumer's work goes on.
             let (call, lost) = (req.call, req.phase() == Phase::Lost);
             self.delivery_expired(call, message);

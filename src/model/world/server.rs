@@ -16,7 +16,9 @@ impl World<'_> {
             self.leave(id);
             return;
         }
-        if let Some(&Call { owner: Owner::Delivery { message, .. }, .. }) = self.calls.get(req.call) {
+        if !self.queues.is_empty()
+            && let Some(&Call { owner: Owner::Delivery { message, .. }, .. }) = self.calls.get(req.call)
+        {
             self.delivery_arrived(message);
         }
         if now < self.hosts[h].down_until {
