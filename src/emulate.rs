@@ -14,6 +14,7 @@
 //! time by F, so rates are divided by F and the results read in the
 //! experiment's own units.
 
+mod broker;
 pub mod calibrate;
 mod caller;
 mod clock;
@@ -130,6 +131,9 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
         let world = Arc::new(caller::Net::new(s.clone(), rec.clone(), hosts.addrs.clone(), replication, via));
         hosts.connect(world.clone());
         let sweeps = tokio::spawn(world.clone().sweep());
+        let deliveries: Vec<_> = (0..s.queues.len())
+            .map(|q| tokio::spawn(world.clone().deliver(q, hosts.gauge(s.queues[q].consumer))))
+            .collect();
         let lags = Arc::new(std::sync::Mutex::new(Vec::new()));
         let prober = tokio::spawn(probe(rec.clone(), lags.clone()));
         let late = tokio::select! {
@@ -142,10 +146,15 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
             _ = tokio::time::timeout(limit.max(Duration::from_millis(1)), rec.all_ended()) => {}
             _ = interrupted() => return Err(crate::interrupt::Interrupted.into()),
         }
-        // Intents whose effects a reconciler still has to repair stay open
-        // (as in the model) until repaired or the drain limit.
+        // Intents whose effects a reconciler still has to repair, an outbox
+        // relay still has to send or a queue still holds stay open (as in
+        // the model) until then or the drain limit.
         let stop_at = s.duration.saturating_add(s.drain_limit.min(crate::engine::NEVER / 4));
-        while rec.lock().unresolved_left() > 0 && clock.now() < stop_at {
+        let settling = || {
+            let g = rec.lock();
+            g.unresolved_left() + g.relays_left() > 0
+        };
+        while (settling() || world.broker.held() > 0) && clock.now() < stop_at {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(10)) => {}
                 _ = interrupted() => return Err(crate::interrupt::Interrupted.into()),
@@ -154,6 +163,10 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
         let end = clock.now().max(s.duration);
         hosts.stop();
         sweeps.abort();
+        for d in deliveries {
+            d.abort();
+        }
+        world.queues_until(end);
         prober.abort();
         let mut lags = std::mem::take(&mut *lags.lock().unwrap_or_else(|e| e.into_inner()));
         lags.sort_by(f64::total_cmp);

@@ -18,7 +18,7 @@ pub use trace::{TraceDecision, TraceNote, TraceRecord};
 
 /// Headline metrics, in the order tables and files show them (DESIGN §5,
 /// §8.3).
-pub const METRICS: [&str; 42] = [
+pub const METRICS: [&str; 43] = [
     "intents",
     "success_rate",
     "goodput_per_s",
@@ -54,6 +54,7 @@ pub const METRICS: [&str; 42] = [
     "deadline_overruns",
     "collapse_time_s",
     "reconciled",
+    "compensated",
     "time_to_consistency_s",
     "time_to_consistency_p99_s",
     "unresolved_at_end",

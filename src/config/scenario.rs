@@ -218,16 +218,28 @@ pub struct ServiceSpec {
 }
 
 /// A reconciler: every `every`, it takes at most `batch` of the service's
-/// downstream effects left unknown (an `after_commit` call or an outbox
-/// relay that finally failed) older than `older_than`, oldest first, and
-/// repairs each with a call on the failed call's edge that asks the
-/// downstream for the intent's state first (a status query) and sends the
-/// effect again with the same key when it is not there.
+/// idempotency placeholders left in progress and downstream effects left
+/// unknown (an `after_commit` call or an outbox relay that finally failed)
+/// older than `older_than`, oldest first, and resolves each by its
+/// `action`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReconcilerSpec {
     pub every: Nanos,
     pub older_than: Nanos,
     pub batch: u32,
+    pub action: ReconcileAction,
+}
+
+/// What a reconciler does with a downstream effect left unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReconcileAction {
+    /// Asks the downstream for the intent's state by its key (a status
+    /// query) and sends the effect again with the same key when it is not
+    /// there: the intent is completed.
+    QueryDownstream,
+    /// Asks the downstream to undo whatever it did under the intent's key,
+    /// then undoes the service's own write: the intent is rolled back.
+    Compensate,
 }
 
 /// `memory_limit` and `restart_after`: a host holding more queued requests

@@ -38,6 +38,22 @@ pub const FINGERPRINT: &str = "x-retrysim-fingerprint";
 pub const EXPIRES: &str = "x-retrysim-expires";
 /// Present on a status query (`on_unknown = "query"`).
 pub const QUERY: &str = "x-retrysim-query";
+/// Present on a compensation (a reconciler's `compensate`): undo what the
+/// intent committed at the target.
+pub const UNDO: &str = "x-retrysim-undo";
+
+/// What a call's attempts ask of its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asking {
+    /// The operation, under its policy.
+    Operation,
+    /// The operation, after a first attempt that is a status query (a
+    /// reconciler's repair).
+    StatusFirst,
+    /// Every attempt asks to undo what the intent committed (a
+    /// reconciler's compensation).
+    Undo,
+}
 
 /// What an attempt says about its body: its idempotency key, if it sends
 /// one, and a fingerprint of the body (a ledger rejects a key reused with
@@ -74,6 +90,8 @@ pub struct Net {
     /// With `--proxy envoy`, per client class the Envoy its requests go
     /// through (empty otherwise).
     pub via: Vec<SocketAddr>,
+    /// The message queues.
+    pub broker: super::broker::Broker,
 }
 
 impl Net {
@@ -90,6 +108,7 @@ impl Net {
             .collect();
         let edges = (0..s.edges.len()).map(|e| Shared::with_origin(s.edge_policy(e).clone(), origin)).collect();
         Net {
+            broker: super::broker::Broker::new(s.queues.len()),
             rng: KeyedRandom::for_replication(s.seed, replication as u64),
             pickers: s
                 .services
@@ -125,7 +144,8 @@ impl Net {
         let p = &self.s.clients[c].policy;
         let limit =
             if p.deadline != crate::engine::NEVER { p.deadline.saturating_add(1_000_000_000) } else { 60_000_000_000 };
-        let ids = Ids { intent, attempt, operation, edge: self.s.clients[c].edge, expires: None, query: false };
+        let ids =
+            Ids { intent, attempt, operation, edge: self.s.clients[c].edge, expires: None, query: false, undo: false };
         let answer = tokio::select! {
             a = exchange(self.via[c], ids, body) => a.outcome,
             _ = self.rec.sleep(limit) => Outcome::Timeout,
@@ -145,7 +165,7 @@ impl Net {
         upstream: Option<Nanos>,
     ) -> Outcome {
         let shared = self.edges[edge].clone();
-        let (last, end) = self.call(edge, shared, intent, operation, body, upstream, false).await;
+        let (last, end) = self.call(edge, shared, intent, operation, body, upstream, Asking::Operation).await;
         // An open breaker fails the call fast, as an overload answer.
         if end.is_ok() { Outcome::Ok } else { last.unwrap_or(Outcome::Status(503)) }
     }
@@ -156,20 +176,29 @@ impl Net {
     /// had no attempt left) after a `not found`. Whether it is resolved.
     pub async fn repair(self: &Arc<Self>, edge: usize, intent: u64, operation: usize, body: Body) -> bool {
         let shared = self.edges[edge].clone();
-        let (last, end) = self.call(edge, shared.clone(), intent, operation, body, None, true).await;
+        let (last, end) = self.call(edge, shared.clone(), intent, operation, body, None, Asking::StatusFirst).await;
         if end.is_ok() {
             return true;
         }
         if last == Some(crate::policy::decision::NOT_FOUND) {
-            return self.call(edge, shared, intent, operation, body, None, false).await.1.is_ok();
+            return self.call(edge, shared, intent, operation, body, None, Asking::Operation).await.1.is_ok();
         }
         false
     }
 
+    /// A reconciler's compensation of the effect of intent `intent` on
+    /// `edge` left unknown: a call under the edge's policy whose attempts
+    /// ask the callee to undo whatever the intent committed there. Whether
+    /// it succeeded.
+    pub async fn compensate(self: &Arc<Self>, edge: usize, intent: u64, operation: usize, body: Body) -> bool {
+        let shared = self.edges[edge].clone();
+        self.call(edge, shared, intent, operation, body, None, Asking::Undo).await.1.is_ok()
+    }
+
     /// One call on `edge` under `shared`'s policy, ending by `upstream`
     /// (model time, a propagated deadline) at the latest: its last outcome
-    /// (none when nothing was sent) and how it ended. `ask_first`: the
-    /// first attempt is a status query (a reconciler's repair).
+    /// (none when nothing was sent) and how it ended. `ask`: what its
+    /// attempts ask of the target.
     #[allow(clippy::too_many_arguments)]
     pub async fn call(
         self: &Arc<Self>,
@@ -179,7 +208,7 @@ impl Net {
         operation: usize,
         body: Body,
         upstream: Option<Nanos>,
-        ask_first: bool,
+        ask: Asking,
     ) -> (Option<Outcome>, Result<(), DenyReason>) {
         if let Caller::Client(c) = self.s.edges[edge].caller
             && self.proxied()
@@ -188,10 +217,11 @@ impl Net {
         }
         let clock = self.rec.clock.clone();
         let seed = self.rng.unit(&[JITTER, self.calls.fetch_add(1, Ordering::Relaxed)]).to_bits();
-        let idempotent = self.s.operations[operation].idempotent;
+        // Undoing by the intent's key can be repeated safely.
+        let idempotent = ask == Asking::Undo || self.s.operations[operation].idempotent;
         let hedged = shared.policy().hedging.is_some();
         let mut call = Call::new(shared, SplitMix::new(seed)).operation(idempotent, body.key.is_some());
-        if ask_first {
+        if ask == Asking::StatusFirst {
             call = call.ask_first();
         }
         if let Some(t) = upstream {
@@ -229,7 +259,8 @@ impl Net {
                         let expires = limit.map(|l| clock.now().saturating_add(l));
                         let task = tokio::spawn(async move {
                             let rec = net.rec.clone();
-                            let ids = Ids { intent, attempt, operation, edge, expires, query };
+                            let undo = ask == Asking::Undo;
+                            let ids = Ids { intent, attempt, operation, edge, expires, query, undo };
                             let go = net.attempt(host, ids, body);
                             tokio::pin!(go);
                             let answer = match limit {
@@ -311,7 +342,7 @@ impl Net {
     }
 
     /// Counts an attempt sent on `edge` for intent `intent`.
-    fn count_attempt(&self, edge: usize, intent: u64, hedge: bool) {
+    pub(super) fn count_attempt(&self, edge: usize, intent: u64, hedge: bool) {
         let now = self.rec.clock.now();
         let client_edge = matches!(self.s.edges[edge].caller, Caller::Client(_));
         let mut g = self.rec.lock();
@@ -337,7 +368,7 @@ impl Net {
 
     /// The host of service `svc` attempt `attempt` goes to, its call
     /// having tried the hosts in `tried`; it is out there from now.
-    fn pick(&self, svc: usize, attempt: u64, tried: u32) -> usize {
+    pub(super) fn pick(&self, svc: usize, attempt: u64, tried: u32) -> usize {
         if self.addrs[svc].len() == 1 {
             return 0;
         }
@@ -367,7 +398,7 @@ impl Net {
     }
 
     /// The caller no longer waits for an attempt at host `host` of service `svc`.
-    fn released(&self, svc: usize, host: usize) {
+    pub(super) fn released(&self, svc: usize, host: usize) {
         if self.addrs[svc].len() > 1 {
             self.pickers[svc].lock().unwrap_or_else(|e| e.into_inner()).released(host);
         }
@@ -400,7 +431,7 @@ impl Net {
     /// over the edge. `expires`: when its caller gives up on it (model
     /// time), if it does.
     #[allow(clippy::too_many_arguments)]
-    async fn attempt(self: Arc<Self>, host: usize, ids: Ids, body: Body) -> Answer {
+    pub(super) async fn attempt(self: Arc<Self>, host: usize, ids: Ids, body: Body) -> Answer {
         let (edge, intent, attempt) = (ids.edge, ids.intent, ids.attempt);
         let clock = self.rec.clock.clone();
         let e = &self.s.edges[edge];
@@ -463,14 +494,14 @@ struct Copy {
 
 /// An attempt's answer as its caller reads it.
 #[derive(Debug, Clone, Copy)]
-struct Answer {
-    outcome: Outcome,
+pub(super) struct Answer {
+    pub(super) outcome: Outcome,
     retry_after: Option<Duration>,
 }
 
 /// Who an attempt is: its intent, its own id, its operation and its edge.
 #[derive(Debug, Clone, Copy)]
-struct Ids {
+pub(super) struct Ids {
     intent: u64,
     attempt: u64,
     operation: usize,
@@ -478,6 +509,15 @@ struct Ids {
     expires: Option<Nanos>,
     /// A status query rather than the operation.
     query: bool,
+    /// A compensation rather than the operation.
+    undo: bool,
+}
+
+impl Ids {
+    /// An attempt of the operation itself, given up at `expires`.
+    pub(super) fn operation(intent: u64, attempt: u64, operation: usize, edge: usize, expires: Nanos) -> Ids {
+        Ids { intent, attempt, operation, edge, expires: Some(expires), query: false, undo: false }
+    }
 }
 
 /// The HTTP exchange of one attempt on a connection of its own.
@@ -508,6 +548,9 @@ async fn exchange(addr: SocketAddr, ids: Ids, body: Body) -> Answer {
     }
     if ids.query {
         req = req.header(QUERY, "1");
+    }
+    if ids.undo {
+        req = req.header(UNDO, "1");
     }
     let req = req.body(Empty::<Bytes>::new()).expect("valid request");
     let answer = match sender.send_request(req).await {

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 pub const MIN_SIMULATED: u32 = 10;
 
 /// The metrics compared, in the order shown.
-pub const COMPARED: [&str; 13] = [
+pub const COMPARED: [&str; 16] = [
     "success_rate",
     "attempts_per_intent",
     "amplification",
@@ -32,9 +32,12 @@ pub const COMPARED: [&str; 13] = [
     "duplicate_intents",
     "stuck_placeholders",
     "reconciled",
+    "compensated",
     "cancelled_fraction",
     "throttled_per_intent",
     "status_queries_per_intent",
+    "duplicate_deliveries",
+    "dead_letters",
 ];
 
 /// How far apart the means of `metric` may be and still agree: an
@@ -52,7 +55,10 @@ pub fn tolerance(metric: &str) -> (f64, f64) {
         "recovery_time_s" => (2.0, 0.20),
         // A count of rare events: about two Poisson standard deviations at
         // the tens to hundreds these scenarios produce.
-        "duplicate_intents" | "stuck_placeholders" | "reconciled" => (3.0, 0.25),
+        "duplicate_intents" | "stuck_placeholders" | "reconciled" | "compensated" | "dead_letters" => (3.0, 0.25),
+        // A share of messages: about two binomial standard deviations at
+        // the hundreds of messages these scenarios publish.
+        "duplicate_deliveries" => (0.05, 0.10),
         "cancelled_fraction" => (0.03, 0.10),
         "throttled_per_intent" | "status_queries_per_intent" => (0.01, 0.10),
         _ => (0.0, 0.0),
@@ -164,7 +170,13 @@ pub fn compare(simulated: &RunSet, emulated: &RunSet, generator: Generator) -> V
                 // and status queries only when a policy has them.
                 if matches!(
                     metric,
-                    "cancelled_fraction" | "throttled_per_intent" | "status_queries_per_intent" | "reconciled"
+                    "cancelled_fraction"
+                        | "throttled_per_intent"
+                        | "status_queries_per_intent"
+                        | "reconciled"
+                        | "compensated"
+                        | "duplicate_deliveries"
+                        | "dead_letters"
                 ) && sim.mean.is_none()
                 {
                     continue;

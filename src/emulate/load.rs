@@ -156,7 +156,8 @@ async fn intent(net: Arc<Net>, c: usize, instance: usize, seq: u64) {
         key: spec.idempotency_key.then(|| hash_words(0, &[KEY, c as u64, if reuse { seq - 1 } else { seq }])),
         fingerprint: hash_words(0, &[BODY, c as u64, seq]),
     };
-    let (last, end) = net.call(spec.edge, shared, id, spec.operation, body, None, false).await;
+    let (last, end) =
+        net.call(spec.edge, shared, id, spec.operation, body, None, super::caller::Asking::Operation).await;
     let failure = match (end, last) {
         (Ok(()), _) => String::new(),
         // An open breaker failed the intent fast, without sending anything.

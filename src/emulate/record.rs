@@ -30,6 +30,8 @@ struct IntentRec {
     ended_at: Nanos,
     /// Its effects left unknown that a reconciler has yet to repair.
     unresolved: u32,
+    /// Outbox events its commits wrote.
+    events_sent: u64,
 }
 
 /// A downstream effect left unknown (an `after_commit` call that failed),
@@ -61,6 +63,10 @@ pub struct Inner {
     /// (service, intent) of every request that passed its commit there: the
     /// business records (carrying the intent's key) a status query looks up.
     committed: std::collections::HashSet<(usize, u64)>,
+    /// (intent, edge) of every event a deduplicating consumer has applied.
+    applied: std::collections::HashSet<(u64, usize)>,
+    /// Outbox relays still running.
+    relays: u64,
 }
 
 /// The run's measurements.
@@ -86,6 +92,8 @@ impl Recorder {
                 open: 0,
                 kinds: s.effect_kinds.len(),
                 committed: std::collections::HashSet::new(),
+                applied: std::collections::HashSet::new(),
+                relays: 0,
                 unresolved: std::collections::BTreeMap::new(),
                 next_unresolved: 0,
                 repairing: 0,
@@ -135,6 +143,7 @@ impl Recorder {
             lost: 0,
             ended_at: NEVER,
             unresolved: 0,
+            events_sent: 0,
         };
         g.intents.insert(id, rec);
         (id, now)
@@ -216,7 +225,7 @@ impl Recorder {
                 effects: &it.effects[..kinds],
                 ok: it.ok,
                 lost: it.lost,
-                events_sent: 0,
+                events_sent: it.events_sent,
                 owner: (it.client, it.seq),
             };
             g.m.counts(it.tally).settle(it.tally.client(), settled);
@@ -269,10 +278,17 @@ impl Inner {
         keys.into_iter().map(|k| (k, self.unresolved.remove(&k).expect("present"))).collect()
     }
 
-    /// A repair ended: resolved at `now` (no longer a lost effect; the
-    /// intent's time to consistency when it was its last), or back in the
-    /// pool under its stamp.
-    pub fn repaired(&mut self, stamp: (usize, Nanos, u64), what: Unresolved, resolved: bool, now: Nanos) {
+    /// A repair (a `compensation`) ended: resolved at `now` (no longer a
+    /// lost effect; the intent's time to consistency when it was its last),
+    /// or back in the pool under its stamp.
+    pub fn repaired(
+        &mut self,
+        stamp: (usize, Nanos, u64),
+        what: Unresolved,
+        resolved: bool,
+        compensation: bool,
+        now: Nanos,
+    ) {
         self.repairing -= 1;
         if !resolved {
             self.unresolved.insert(stamp, what);
@@ -284,6 +300,7 @@ impl Inner {
         let (tally, last, ended_at) = (it.tally, it.unresolved == 0, it.ended.then_some(it.ended_at));
         let counts = self.m.counts(tally);
         counts.reconciled += 1;
+        counts.compensated += compensation as u64;
         if last && let Some(ended) = ended_at {
             counts.time_to_consistency.record(now.saturating_sub(ended));
         }
@@ -299,10 +316,43 @@ impl Inner {
         self.committed.insert((svc, intent));
     }
 
+    /// Undoes what intent `intent` committed at service `svc`: its business
+    /// records there go, and its effects of `kind` (the service's) with them.
+    pub fn undo(&mut self, svc: usize, intent: u64, kind: Option<usize>) {
+        self.committed.remove(&(svc, intent));
+        if let (Some(k), Some(it)) = (kind, self.intents.get_mut(&intent)) {
+            it.effects[k] = 0;
+        }
+    }
+
     /// Whether a request of intent `intent` passed its commit at service
     /// `svc` (what a status query finds).
     pub fn has_committed(&self, svc: usize, intent: u64) -> bool {
         self.committed.contains(&(svc, intent))
+    }
+
+    /// A deduplicating consumer applies the event of intent `intent` on
+    /// `edge`: whether it is the first time.
+    pub fn apply(&mut self, intent: u64, edge: usize) -> bool {
+        self.applied.insert((intent, edge))
+    }
+
+    /// A commit of intent `id` wrote an outbox event; its relay starts.
+    pub fn relay_started(&mut self, id: u64) {
+        if let Some(it) = self.intents.get_mut(&id) {
+            it.events_sent += 1;
+        }
+        self.relays += 1;
+    }
+
+    /// An outbox relay ended.
+    pub fn relay_done(&mut self) {
+        self.relays -= 1;
+    }
+
+    /// Outbox relays still running.
+    pub fn relays_left(&self) -> u64 {
+        self.relays
     }
 
     /// An after-commit call of intent `id` failed: its effect is lost.

@@ -18,10 +18,13 @@
 
 mod door;
 mod ledger;
+mod outbox;
+
+pub use outbox::Gauge;
 
 use super::caller::{self, Body, Net};
 use super::record::{Recorder, Unresolved};
-use crate::config::{Caller, FaultKind, KeyMode, Scenario};
+use crate::config::{Caller, FaultKind, KeyMode, ReconcileAction, Scenario};
 use crate::engine::random::hash_words;
 use crate::engine::{KeyedRandom, Nanos};
 use crate::model::ledger::Ledger;
@@ -120,6 +123,7 @@ impl Hosts {
         };
         // Effects left unknown after the commit: repaired by calls.
         for (svc, spec) in s.services.iter().enumerate() {
+            let own = spec.commits;
             for r in spec.reconcilers.clone() {
                 let (rec, net) = (rec.clone(), net.clone());
                 self.tasks.push(tokio::spawn(async move {
@@ -133,9 +137,18 @@ impl Hosts {
                         for (stamp, what) in taken {
                             let (rec, net) = (rec.clone(), net.clone());
                             tokio::spawn(async move {
-                                let ok = net.repair(what.edge, what.intent, what.operation, what.body).await;
+                                let compensate = r.action == ReconcileAction::Compensate;
+                                let ok = if compensate {
+                                    net.compensate(what.edge, what.intent, what.operation, what.body).await
+                                } else {
+                                    net.repair(what.edge, what.intent, what.operation, what.body).await
+                                };
                                 let now = rec.clock.now();
-                                rec.lock().repaired(stamp, what, ok, now);
+                                let mut g = rec.lock();
+                                if ok && compensate {
+                                    g.undo(stamp.0, what.intent, own);
+                                }
+                                g.repaired(stamp, what, ok, compensate, now);
                             });
                         }
                     }
@@ -206,6 +219,8 @@ struct Arrival {
     expires: Option<Nanos>,
     /// Whether it is a status query asking whether its intent committed here.
     query: bool,
+    /// Whether it is a compensation undoing what its intent committed here.
+    undo: bool,
     /// This arrival's own number at the servers: the key of its random
     /// draws (a proxy's retries carry their client request's headers, and
     /// each must draw anew).
@@ -405,8 +420,15 @@ async fn handle(host: Arc<Host>, req: Request<Incoming>) -> Result<Response<Full
     };
     let body = Body { key: header(caller::KEY), fingerprint };
     let expires = header(caller::EXPIRES);
+    if !host.s.queues.is_empty()
+        && let Some(net) = host.net.get()
+    {
+        // A delivery is no longer on its way to its consumer.
+        net.broker.arrived(attempt);
+    }
     let query = req.headers().contains_key(caller::QUERY);
-    let arrival = Arrival { intent, attempt, operation, edge, body, expires, query, draw: host.rec.arrival() };
+    let undo = req.headers().contains_key(caller::UNDO);
+    let arrival = Arrival { intent, attempt, operation, edge, body, expires, query, undo, draw: host.rec.arrival() };
     let rec = host.rec.clone();
     let (tx, rx) = oneshot::channel();
     // Dropped with this future, when the caller closes the connection.
@@ -501,8 +523,8 @@ async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
             }
         },
     }
-    // A status query does not go through the ledger.
-    let consulted = if a.query { Consulted::Execute(None) } else { host.consult(&a) };
+    // A status query or a compensation does not go through the ledger.
+    let consulted = if a.query || a.undo { Consulted::Execute(None) } else { host.consult(&a) };
     let scope = match consulted {
         Consulted::Execute(scope) => scope,
         Consulted::Answer(code) => {
@@ -510,7 +532,8 @@ async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
             return Reply::Answer(code, None);
         }
     };
-    let work = if a.query { host.look_up(&a, &mut stop).await } else { host.work(&a, scope, &mut stop).await };
+    let work =
+        if a.query || a.undo { host.look_up(&a, &mut stop).await } else { host.work(&a, scope, &mut stop).await };
     let outcome = match work {
         Ok(outcome) => outcome,
         Err(Stopped::Crash) => return Reply::Close,
@@ -554,12 +577,17 @@ impl Host {
         }
     }
 
-    /// A status query with a worker: it looks its intent's business record
-    /// up for its operation's `status_time` (slowed down as any work), and
-    /// answers `ok` when a request of the intent passed its commit here,
-    /// 404 otherwise.
+    /// A status query or a compensation with a worker: it looks its
+    /// intent's business record up for its operation's `status_time`
+    /// (slowed down as any work). A query answers `ok` when a request of
+    /// the intent passed its commit here, 404 otherwise; a compensation
+    /// undoes what the intent committed here and answers `ok`.
     async fn look_up(&self, a: &Arrival, stop: &mut Interrupts) -> Result<Outcome, Stopped> {
         self.own_work(a, self.s.operations[a.operation].status_time, stop).await?;
+        if a.undo {
+            self.rec.lock().undo(self.svc, a.intent, self.s.services[self.svc].commits);
+            return Ok(Outcome::Ok);
+        }
         let found = self.rec.lock().has_committed(self.svc, a.intent);
         Ok(if found { Outcome::Ok } else { crate::policy::decision::NOT_FOUND })
     }
@@ -629,7 +657,17 @@ impl Host {
             };
             let (net, edge, op) = (net.clone(), call.edge, call.operation.unwrap_or(operation));
             let upstream = if call.propagate_deadline { a.expires } else { None };
-            tokio::spawn(async move { net.downstream(edge, intent, op, body, upstream).await })
+            let via = call.via;
+            tokio::spawn(async move {
+                match via {
+                    // Through a queue: the call publishes, and is done.
+                    Some(q) => {
+                        net.publish(q, crate::emulate::broker::Message { intent, edge, operation: op, body });
+                        Outcome::Ok
+                    }
+                    None => net.downstream(edge, intent, op, body, upstream).await,
+                }
+            })
         };
         for c in spec.calls.iter().filter(|c| c.when == crate::config::When::BeforeCommit) {
             let outcome = match stop.run(call(c)).await {
@@ -651,17 +689,26 @@ impl Host {
                 });
             }
         }
-        {
+        let applied = {
             let mut g = rec.lock();
-            if let Some(kind) = spec.commits
+            g.committed_at(self.svc, intent);
+            // A deduplicating consumer applies an event id once: checked
+            // and recorded with the commit, under one lock.
+            let dedup = s.services.iter().flat_map(|sv| &sv.calls).any(|c| c.edge == a.edge && c.dedup);
+            let fresh = !dedup || g.apply(intent, a.edge);
+            if fresh
+                && let Some(kind) = spec.commits
                 && !s.operations[operation].idempotent
             {
                 g.commit(intent, kind);
             }
-            g.committed_at(self.svc, intent);
-        }
+            fresh
+        };
         if let Some(scope) = scope {
             self.record(scope);
+        }
+        if applied {
+            self.relay_outbox(a);
         }
         for c in spec.calls.iter().filter(|c| c.when == crate::config::When::AfterCommit) {
             // Stopped, it no longer learns whether the call failed: no lost effect.

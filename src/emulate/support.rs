@@ -2,7 +2,7 @@
 //! the model it does not carry out is named, with why, rather than run
 //! with a silent difference.
 
-use crate::config::{FaultKind, Scenario, When};
+use crate::config::{FaultKind, Scenario};
 
 /// The settings of `s` the emulator does not carry out, each as
 /// `"<field>: <why>"` naming the field as the file writes it; empty when
@@ -28,14 +28,8 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
         }
         for (i, call) in sv.calls.iter().enumerate() {
             let field = |k: &str| format!("services.{}.calls[{i}].{k}", sv.name);
-            if call.when == When::Outbox {
-                no(field("when"), "the emulated services have no outbox relay; before_commit and after_commit are run");
-            }
             if call.cache.is_some() {
                 no(field("cache"), "the emulated services have no look-aside cache");
-            }
-            if call.via.is_some() {
-                no(field("via"), "the emulator has no message queue yet");
             }
         }
     }

@@ -3,7 +3,7 @@
 use super::class::{ClassCounters, Context, headline};
 use super::tally::{Counters, INSIDE, Tally};
 use super::{LatencyHistogram, TimeSeries, TraceRecord};
-use crate::config::{ClientMode, Scenario};
+use crate::config::{ClientMode, ReconcileAction, Scenario};
 use crate::engine::{Nanos, to_secs_f64};
 use crate::policy::DenyReason;
 use std::collections::BTreeMap;
@@ -267,6 +267,9 @@ impl RunCollector {
         }
         let reconciling = s.services.iter().any(|sv| !sv.reconcilers.is_empty());
         put("reconciled", reconciling.then_some(inside.reconciled as f64));
+        let compensating =
+            s.services.iter().flat_map(|sv| &sv.reconcilers).any(|r| r.action == ReconcileAction::Compensate);
+        put("compensated", compensating.then_some(inside.compensated as f64));
         put("unresolved_at_end", reconciling.then_some(inside.unresolved_at_end as f64));
         let consistency = &inside.time_to_consistency;
         put("time_to_consistency_s", consistency.mean_s().filter(|_| reconciling));

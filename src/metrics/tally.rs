@@ -102,10 +102,12 @@ pub struct Counters {
     pub ejections: Vec<u64>,
     /// Per service: hosts that crashed when their queue passed `memory_limit`.
     pub memory_crashes: Vec<u64>,
-    /// Reconcilers: unknown effects resolved, the time from an intent's end
-    /// to the repair of its last unknown effect, and unknown effects never
-    /// resolved before the run ended.
+    /// Reconcilers: unknown effects resolved (of them, rolled back by a
+    /// compensation), the time from an intent's end to the repair of its
+    /// last unknown effect, and unknown effects never resolved before the
+    /// run ended.
     pub reconciled: u64,
+    pub compensated: u64,
     pub time_to_consistency: super::LatencyHistogram,
     pub unresolved_at_end: u64,
     /// Per message queue: messages published, deliveries, messages
@@ -150,6 +152,7 @@ impl Counters {
             ejections: vec![0; services],
             memory_crashes: vec![0; services],
             reconciled: 0,
+            compensated: 0,
             time_to_consistency: Default::default(),
             unresolved_at_end: 0,
             queue_published: vec![0; s.queues.len()],

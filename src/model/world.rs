@@ -212,6 +212,9 @@ struct Call {
     throttle_wait: Nanos,
     /// An attempt of it committed at its target: a status query finds it.
     committed: bool,
+    /// A reconciler's compensation: each attempt asks the target to undo
+    /// what it did under the intent's key.
+    undo: bool,
 }
 
 /// A service's plan: downstream call indices by phase.
@@ -243,7 +246,7 @@ struct ServiceState {
     /// Downstream effects left unknown for its reconcilers, oldest first
     /// (by when the call failed, then by number), and those being repaired.
     unresolved: std::collections::BTreeMap<(Nanos, u64), reconcile::Unresolved>,
-    repairing: HashMap<u64, (Nanos, reconcile::Unresolved)>,
+    repairing: HashMap<u64, (Nanos, reconcile::Unresolved, crate::config::ReconcileAction)>,
 }
 
 /// An idempotency ledger and the duplicates waiting on it.

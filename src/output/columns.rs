@@ -88,6 +88,7 @@ pub fn column_of(metric: &str) -> Option<Column> {
         ("ledger_recoveries", "recoveries/run"),
         ("deadline_overruns", "deadline overruns/run"),
         ("reconciled", "reconciled/run"),
+        ("compensated", "compensated/run"),
         ("unresolved_at_end", "unresolved/run"),
         ("dead_letters", "dead letters/run"),
     ];

@@ -268,3 +268,166 @@ duration = "2s"
     assert_eq!(get("unresolved_at_end"), Some(0.0), "{m}");
     assert!(get("time_to_consistency_s").unwrap() > 0.5, "{m}");
 }
+
+#[test]
+fn a_compensating_reconciler_on_the_real_servers_rolls_back_the_charges_left_unknown_with_their_orders() {
+    // A third of the charges' answers are lost (the charge happened; the
+    // order cannot tell). Passes every 0.5 s ask `payments` to undo each
+    // (a lost undo is asked again at a later pass), then undo the order:
+    // every intent ends with an order and a charge, or with neither.
+    let toml = r#"
+[experiment]
+name = "emulated compensation"
+duration = "2s"
+warmup = "0s"
+drain_limit = "10s"
+replications = 1
+
+[[clients]]
+name = "web"
+rate = "50/s"
+target = "orders"
+operation = "create_order"
+policy = { max_attempts = 1, per_try_timeout = "1s" }
+
+[[operations]]
+name = "create_order"
+
+[[operations]]
+name = "charge"
+idempotent = false
+
+[[services]]
+name = "orders"
+workers = 16
+service_time = { dist = "const", value = "2ms" }
+commits = "order"
+
+[[services.calls]]
+to = "payments"
+when = "after_commit"
+operation = "charge"
+policy = { max_attempts = 1, per_try_timeout = "200ms" }
+
+[[services.reconcilers]]
+every = "500ms"
+older_than = "500ms"
+action = "compensate"
+
+[[services]]
+name = "payments"
+workers = 16
+service_time = { dist = "const", value = "2ms" }
+commits = "charge"
+
+[[faults]]
+kind = "response_loss"
+target = "payments"
+probability = 0.33
+"#;
+    let doc = emulated(toml);
+    let v = &doc["variants"][0];
+    let m = &v["metrics"];
+    let get = |k: &str| m[k]["mean"].as_f64();
+    let (intents, compensated) = (get("intents").unwrap(), get("compensated").unwrap());
+    assert!(compensated >= 0.15 * intents && compensated <= 0.55 * intents, "{m}");
+    assert_eq!(get("reconciled"), Some(compensated), "{m}");
+    assert_eq!(get("lost_effects"), Some(0.0), "{m}");
+    assert_eq!(get("unresolved_at_end"), Some(0.0), "{m}");
+    let kept = 1.0 - compensated / intents;
+    for kind in ["order", "charge"] {
+        let commits = v["effects"][kind]["commits_per_intent"]["mean"].as_f64().unwrap();
+        assert!((commits - kept).abs() < 1e-9, "{kind}: {commits} per intent, {kept} kept");
+    }
+}
+
+#[test]
+fn a_queue_on_the_real_servers_redelivers_past_the_visibility_timeout_dedups_and_dead_letters() {
+    // Orders publish an email per order through an outbox to `emails`; the
+    // mailer has spare workers and takes an exponential 200 ms per email.
+    // With the visibility timeout at the mean processing time, a share
+    // e^(-1) = 0.37 of the messages is delivered again (the network's
+    // latency shifts it a little). Dedup keeps one email each; a mailer
+    // failing everything sends every message to the dead-letter queue
+    // after max_receives deliveries.
+    let toml = r#"
+[experiment]
+name = "emulated queue"
+duration = "4s"
+warmup = "0s"
+drain_limit = "10s"
+replications = 1
+
+[[clients]]
+name = "web"
+rate = "100/s"
+target = "orders"
+operation = "create_order"
+policy = { max_attempts = 1, per_try_timeout = "1s" }
+
+[[operations]]
+name = "create_order"
+
+[[operations]]
+name = "send_email"
+
+[[services]]
+name = "orders"
+workers = 16
+service_time = { dist = "const", value = "2ms" }
+commits = "order"
+
+[[services.calls]]
+to = "mailer"
+when = "outbox"
+via = "emails"
+operation = "send_email"
+relay_delay = { dist = "const", value = "0s" }
+policy = { max_attempts = 1, per_try_timeout = "1s" }
+
+[[services]]
+name = "mailer"
+workers = 128
+service_time = { dist = "exp", mean = "200ms" }
+commits = "email"
+
+[[queues]]
+name = "emails"
+visibility_timeout = "200ms"
+max_receives = 10
+
+[[variants]]
+name = "at least once"
+
+[[variants]]
+name = "dedup"
+set = { "services.orders.calls.mailer.dedup" = true }
+
+[[variants]]
+name = "poison"
+set = { "queues.emails.max_receives" = 2, "faults" = [{ kind = "error", target = "mailer", status = 500 }] }
+"#;
+    let doc = emulated(toml);
+    let variant = |name: &str| doc["variants"].as_array().unwrap().iter().find(|v| v["name"] == name).unwrap().clone();
+    let mean = |v: &serde_json::Value, path: &[&str]| {
+        let mut x = v;
+        for p in path {
+            x = &x[*p];
+        }
+        x["mean"].as_f64().unwrap()
+    };
+    let once = variant("at least once");
+    let twice = mean(&once, &["metrics", "duplicate_deliveries"]);
+    assert!((0.27..=0.47).contains(&twice), "e^-1 = 0.37 delivered again, got {twice}");
+    assert!(mean(&once, &["effects", "email", "commits_per_intent"]) > 1.2, "{once}");
+    assert_eq!(mean(&once, &["metrics", "lost_effects"]), 0.0);
+    assert!(mean(&once, &["queues", "emails", "message_age_p99_s"]) > 0.2);
+    let dedup = variant("dedup");
+    assert!(mean(&dedup, &["metrics", "duplicate_deliveries"]) > 0.25, "{dedup}");
+    assert_eq!(mean(&dedup, &["effects", "email", "commits_per_intent"]), 1.0, "one email per order");
+    let poison = variant("poison");
+    let intents = mean(&poison, &["metrics", "intents"]);
+    assert_eq!(mean(&poison, &["metrics", "dead_letters"]), intents, "{poison}");
+    assert_eq!(mean(&poison, &["metrics", "lost_effects"]), intents);
+    assert_eq!(mean(&poison, &["metrics", "redeliveries"]), 1.0, "two deliveries each");
+}

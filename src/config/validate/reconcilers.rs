@@ -2,7 +2,7 @@
 
 use super::V;
 use crate::config::raw::ServiceRaw;
-use crate::config::scenario::ReconcilerSpec;
+use crate::config::scenario::{ReconcileAction, ReconcilerSpec};
 use crate::error::InputResult;
 
 /// The shortest pass interval: each pass is an event.
@@ -21,19 +21,17 @@ pub fn reconcilers(v: &V, s: &ServiceRaw, field: &str) -> InputResult<Vec<Reconc
         }
         let older_than = v.dur(&f("older_than"), r.older_than.as_ref(), 0)?;
         let batch = v.int_in(&f("batch"), r.batch, 100, 1, 1_000_000)? as u32;
-        match r.action.as_deref().unwrap_or("query_downstream") {
-            "query_downstream" => {}
-            "compensate" => {
+        let action = match r.action.as_deref().unwrap_or("query_downstream") {
+            "query_downstream" => ReconcileAction::QueryDownstream,
+            "compensate" => ReconcileAction::Compensate,
+            other => {
                 return Err(v.err(
                     &f("action"),
-                    "\"compensate\" is not modelled yet: use \"query_downstream\" (ask the downstream by the intent's key, send the effect again when it is not there)",
+                    format!("unknown action \"{other}\": allowed are query_downstream and compensate"),
                 ));
             }
-            other => {
-                return Err(v.err(&f("action"), format!("unknown action \"{other}\": allowed is query_downstream")));
-            }
-        }
-        out.push(ReconcilerSpec { every, older_than, batch });
+        };
+        out.push(ReconcilerSpec { every, older_than, batch, action });
     }
     Ok(out)
 }

@@ -56,6 +56,11 @@ impl Door {
     pub fn busy(&self) -> u32 {
         self.busy
     }
+
+    /// Requests waiting in the room now.
+    pub fn waiting(&self) -> usize {
+        self.queue.len()
+    }
 }
 
 /// Whether a request got a worker.
@@ -72,7 +77,7 @@ pub(super) enum Admitted {
 
 impl Host {
     /// Workers left now by the brownouts in force.
-    fn workers_now(&self, now: Nanos) -> u32 {
+    pub(super) fn workers_now(&self, now: Nanos) -> u32 {
         let workers = self.s.services[self.svc].workers;
         let mut capacity = 1.0;
         for f in &self.s.faults {

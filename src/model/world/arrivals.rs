@@ -180,6 +180,7 @@ impl<'s> World<'s> {
                 fill: NO_FILL,
                 throttle_wait: 0,
                 committed: false,
+                undo: false,
             });
             self.send(call);
         }

@@ -364,9 +364,15 @@ impl World<'_> {
             fingerprint: call.fingerprint,
             rkey,
             expires_at: now.saturating_add(timeout),
-            query: call.machine.st.querying,
+            ask: if call.undo {
+                request::Ask::Undo
+            } else if call.machine.st.querying {
+                request::Ask::Status
+            } else {
+                request::Ask::Operation
+            },
         }));
-        let (intent, query) = (call.intent, call.machine.st.querying);
+        let (intent, query) = (call.intent, call.machine.st.querying && !call.undo);
         let it = self.intents.get_mut(intent).expect("live intent");
         it.outstanding += 1;
         let counts = self.m.counts(it.tally);

@@ -33,13 +33,23 @@ impl World<'_> {
     /// Goes on with a request's plan until it waits for a call or answers.
     pub(super) fn advance(&mut self, id: Id) {
         let req = self.requests.get(id).expect("live request");
-        if req.query {
-            // The business record carries the call's key: found or not.
-            let svc = req.service as usize;
-            let committed = self.calls.get(req.call).is_some_and(|c| c.committed)
-                || (svc < 64 && self.intents.get(req.intent).is_some_and(|it| it.committed_at & (1 << svc) != 0));
-            self.finish_request(id, if committed { Outcome::Ok } else { crate::policy::decision::NOT_FOUND });
-            return;
+        match req.ask {
+            request::Ask::Operation => {}
+            request::Ask::Status => {
+                // The business record carries the call's key: found or not.
+                let svc = req.service as usize;
+                let committed = self.calls.get(req.call).is_some_and(|c| c.committed)
+                    || (svc < 64 && self.intents.get(req.intent).is_some_and(|it| it.committed_at & (1 << svc) != 0));
+                self.finish_request(id, if committed { Outcome::Ok } else { crate::policy::decision::NOT_FOUND });
+                return;
+            }
+            request::Ask::Undo => {
+                // Undone or never there: either way nothing of it is left.
+                let (svc, intent) = (req.service as usize, req.intent);
+                self.undo_commits(svc, intent);
+                self.finish_request(id, Outcome::Ok);
+                return;
+            }
         }
         loop {
             let req = self.requests.get(id).expect("live request");
@@ -142,6 +152,7 @@ impl World<'_> {
             fill,
             throttle_wait: 0,
             committed: false,
+            undo: false,
         };
         let call = self.calls.insert(call);
         self.send(call);
@@ -219,6 +230,7 @@ impl World<'_> {
                 fill: NO_FILL,
                 throttle_wait: 0,
                 committed: false,
+                undo: false,
             });
             let delay = call.relay_delay.sample(&self.rng, &[purpose::RELAY_DELAY, key]);
             self.q.schedule_in(delay, Event::Retry { call: relay });

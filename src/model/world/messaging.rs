@@ -132,6 +132,7 @@ impl World<'_> {
             fill: NO_FILL,
             throttle_wait: 0,
             committed: false,
+            undo: false,
         });
         self.calls.get_mut(call).expect("live").machine.st.attempts = 1;
         let req = self.transmit(call, visibility);

@@ -129,9 +129,21 @@ pub(super) struct Request {
     pub(super) version: u64,
     pub(super) answer: Outcome,
     pub(super) retry_after: Option<Nanos>,
-    /// A status query (`on_unknown = "query"`): it asks whether its call
-    /// committed and does nothing else.
-    pub(super) query: bool,
+    /// What it asks of its service: the operation, its status or its undoing.
+    pub(super) ask: Ask,
+}
+
+/// What an attempt asks of its service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ask {
+    /// The operation: its service's plan.
+    Operation,
+    /// A status query (`on_unknown = "query"`): whether its call committed,
+    /// and nothing else.
+    Status,
+    /// A compensation (a reconciler's `compensate`): undo what the intent
+    /// committed here, and nothing else.
+    Undo,
 }
 
 /// Where a new attempt goes and what it carries.
@@ -146,7 +158,7 @@ pub(super) struct Sent {
     pub(super) fingerprint: u64,
     pub(super) rkey: u64,
     pub(super) expires_at: Nanos,
-    pub(super) query: bool,
+    pub(super) ask: Ask,
 }
 
 impl Request {
@@ -175,7 +187,7 @@ impl Request {
             version: 0,
             answer: Outcome::Ok,
             retry_after: None,
-            query: s.query,
+            ask: s.ask,
         }
     }
 

@@ -131,7 +131,7 @@ impl World<'_> {
     /// With a worker: the ledger is consulted, then the request's own work
     /// starts (and, with optimistic concurrency, it reads its row's version).
     pub(super) fn begin(&mut self, id: Id) {
-        if self.requests.get(id).expect("live request").query {
+        if self.requests.get(id).expect("live request").ask != request::Ask::Operation {
             self.begin_query(id);
             return;
         }
@@ -170,9 +170,9 @@ impl World<'_> {
         }
     }
 
-    /// A status query with a worker: it looks its call's record up for its
-    /// operation's `status_time` (slowed down as any work), without the
-    /// ledger, and does nothing else.
+    /// A status query or a compensation with a worker: it looks its call's
+    /// record up (and undoes it) for its operation's `status_time` (slowed
+    /// down as any work), without the ledger, and does nothing else.
     fn begin_query(&mut self, id: Id) {
         let req = self.requests.get(id).expect("live request");
         let h = req.host as usize;
