@@ -70,8 +70,8 @@ pub const EDGE_METRICS: [&str; 1] = ["attempts_per_intent"];
 /// Metrics per message queue: messages published, deliveries beyond the
 /// first per message, the share delivered more than once, dead letters,
 /// messages dropped by retention, and the p99 age at acknowledgement.
-pub const QUEUE_METRICS: [&str; 6] =
-    ["messages", "redeliveries", "duplicate_deliveries", "dead_letters", "dropped", "message_age_p99_s"];
+pub const QUEUE_METRICS: [&str; 7] =
+    ["messages", "redeliveries", "duplicate_deliveries", "dead_letters", "dropped", "left_at_end", "message_age_p99_s"];
 
 /// Metrics per side-effect kind.
 pub const EFFECT_METRICS: [&str; 3] = ["commits_per_intent", "duplicate_intents", "extra"];

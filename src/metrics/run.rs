@@ -411,6 +411,7 @@ impl RunCollector {
                 );
                 qm.insert("dead_letters".into(), Some(inside.queue_dead_letters[q] as f64));
                 qm.insert("dropped".into(), Some(inside.queue_dropped[q] as f64));
+                qm.insert("left_at_end".into(), Some(published.saturating_sub(ended) as f64));
                 let age = &inside.queue_age[q];
                 qm.insert("message_age_p99_s".into(), (age.count() > 0).then(|| age.quantiles_s(&[0.99])[0]));
                 (spec.name.clone(), qm)

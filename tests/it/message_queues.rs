@@ -125,6 +125,25 @@ fn a_message_that_always_fails_goes_to_the_dead_letter_queue_after_max_receives(
 }
 
 #[test]
+fn messages_still_in_their_queue_when_the_run_ends_are_left_not_lost() {
+    // Every delivery fails and nothing dead-letters them: the messages are
+    // delivered again and again until the drain limit ends the run.
+    let poison = "[[faults]]\nkind = \"error\"\ntarget = \"mailer\"\nstatus = 500\n";
+    let toml = experiment("0s", "", "", poison)
+        .replace("seed = 9", "seed = 9\ndrain_limit = \"1s\"")
+        .replace("rate = \"2000/s\"", "rate = \"200/s\"");
+    for r in &run(&load(&toml), 1) {
+        let intents = r.metrics["intents"].unwrap();
+        let (_, q) = &r.queues[0];
+        assert_eq!((q["messages"], q["left_at_end"]), (Some(intents), Some(intents)), "{q:?}");
+        assert_eq!((q["dead_letters"], q["dropped"]), (Some(0.0), Some(0.0)));
+        assert_eq!(r.metrics["lost_effects"], Some(0.0), "still in the queue, not lost");
+    }
+    let r = &run(&load(&experiment("0s", "", "", "")), 1)[0];
+    assert_eq!(r.queues[0].1["left_at_end"], Some(0.0), "a healthy consumer empties the queue");
+}
+
+#[test]
 fn a_queue_nobody_publishes_to_or_a_call_through_a_missing_queue_is_refused_by_name() {
     let ok = experiment("0s", "", "", "");
     let err = common::refused(&ok.replace("via = \"emails\"", "via = \"sms\""));
