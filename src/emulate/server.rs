@@ -47,6 +47,7 @@ const SERVICE: u64 = 0xE1;
 const FAULT: u64 = 0xE2;
 const SCOPE: u64 = 0xE3;
 const KEY: u64 = 0xE4;
+const ROW: u64 = 0xE6;
 
 /// The running hosts.
 pub struct Hosts {
@@ -205,6 +206,9 @@ struct Host {
     ledger: Option<Arc<Mutex<Ledger>>>,
     /// The crash epoch, for whoever must stop at a crash.
     crashes: watch::Sender<u64>,
+    /// Optimistic concurrency (`occ_rows`): the version of each row, shared
+    /// by the service's hosts (one database).
+    versions: Option<Arc<Mutex<Vec<u64>>>>,
 }
 
 /// What an attempt says about itself (its headers).
@@ -306,6 +310,7 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
     for (svc, spec) in s.services.iter().enumerate() {
         let mut mine = Vec::new();
         let durable = spec.ledger.filter(|l| l.durable).map(|l| Arc::new(Mutex::new(Ledger::new(l))));
+        let versions = spec.occ_rows.map(|rows| Arc::new(Mutex::new(vec![0u64; rows as usize])));
         for replica in 0..spec.hosts.replicas {
             let ledger = durable.clone().or_else(|| spec.ledger.map(|l| Arc::new(Mutex::new(Ledger::new(l)))));
             let slot = (spec.hosts.replicas > 1).then(|| {
@@ -323,6 +328,7 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
                 net: net.clone(),
                 ledger,
                 crashes: watch::channel(0).0,
+                versions: versions.clone(),
             });
             let listener = bind(None).await?;
             mine.push(listener.local_addr()?);
@@ -568,6 +574,29 @@ async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
 }
 
 impl Host {
+    /// With optimistic concurrency, the row of request `a`'s intent (by its
+    /// client class and number, as the model draws it) and its version now.
+    fn read_row(&self, a: &Arrival) -> Option<(usize, u64)> {
+        let versions = self.versions.as_ref()?;
+        let (client, seq) = self.rec.lock().owner(a.intent);
+        let v = versions.lock().unwrap_or_else(|e| e.into_inner());
+        let row = (hash_words(0, &[ROW, client as u64, seq]) % v.len() as u64) as usize;
+        Some((row, v[row]))
+    }
+
+    /// The commit's version check: whether the row read is unchanged (its
+    /// version then goes up by one). Without optimistic concurrency, true.
+    fn write_row(&self, read: Option<(usize, u64)>) -> bool {
+        let (Some(versions), Some((row, version))) = (&self.versions, read) else {
+            return true;
+        };
+        let mut v = versions.lock().unwrap_or_else(|e| e.into_inner());
+        if v[row] != version {
+            return false;
+        }
+        v[row] += 1;
+        true
+    }
     /// The idempotency key a downstream call sends.
     fn downstream_key(&self, mode: KeyMode, a: &Arrival, edge: usize) -> Option<u64> {
         match mode {
@@ -636,6 +665,8 @@ impl Host {
         let (intent, operation) = (a.intent, a.operation);
         let (s, rec) = (&*self.s, &*self.rec);
         let spec = &s.services[self.svc];
+        // Optimistic concurrency: the intent's row and its version as read now.
+        let read = self.read_row(a);
         let mut demand = spec.service_time.sample(&self.rng, &[SERVICE, a.draw]);
         if spec.per_inflight > 0 {
             let others = self.door().busy().saturating_sub(1) as u64;
@@ -688,6 +719,11 @@ impl Host {
                     _ => Outcome::Status(502),
                 });
             }
+        }
+        if !self.write_row(read) {
+            // Another write landed on the row since this request read it.
+            self.forget(scope);
+            return Ok(Outcome::Status(412));
         }
         let applied = {
             let mut g = rec.lock();

@@ -18,9 +18,6 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
                 "the emulated ledger answers a duplicate in progress 409; it does not hold it until the original ends",
             );
         }
-        if sv.occ_rows.is_some() {
-            no(at("occ_rows"), "the emulated servers have no optimistic concurrency");
-        }
 
         let h = &sv.hosts;
         if h.concurrency_limit.is_some() {
