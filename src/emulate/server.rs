@@ -36,7 +36,8 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use ledger::Consulted;
+use ledger::{Consulted, wake};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::{oneshot, watch};
@@ -159,8 +160,10 @@ impl Hosts {
         let ledgers: Vec<(usize, Arc<Mutex<Ledger>>)> =
             self.ledgers().into_iter().map(|(v, l)| (v, l.clone())).collect();
         for (svc, ledger) in ledgers {
+            let waiters =
+                self.all.iter().find(|h| h.svc == svc).expect("a host of the ledger's service").waiters.clone();
             for r in s.services[svc].reconcilers.clone() {
-                let (rec, ledger) = (rec.clone(), ledger.clone());
+                let (rec, ledger, waiters) = (rec.clone(), ledger.clone(), waiters.clone());
                 self.tasks.push(tokio::spawn(async move {
                     let mut at = r.every;
                     loop {
@@ -173,6 +176,9 @@ impl Hosts {
                                 l.reconcile(*key);
                             }
                             drop(l);
+                            for &key in &keys {
+                                wake(&waiters, key);
+                            }
                             rec.lock().m.counts_at(now).reconciled += keys.len() as u64;
                         }
                         at = at.saturating_add(r.every);
@@ -209,6 +215,9 @@ struct Host {
     /// Optimistic concurrency (`occ_rows`): the version of each row, shared
     /// by the service's hosts (one database).
     versions: Option<Arc<Mutex<Vec<u64>>>>,
+    /// Duplicates held until the record they wait for completes or goes
+    /// (`in_progress = "wait"`), by record, shared by the service's hosts.
+    waiters: Arc<Mutex<HashMap<u64, Vec<oneshot::Sender<()>>>>>,
 }
 
 /// What an attempt says about itself (its headers).
@@ -311,6 +320,7 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
         let mut mine = Vec::new();
         let durable = spec.ledger.filter(|l| l.durable).map(|l| Arc::new(Mutex::new(Ledger::new(l))));
         let versions = spec.occ_rows.map(|rows| Arc::new(Mutex::new(vec![0u64; rows as usize])));
+        let waiters = Arc::new(Mutex::new(HashMap::new()));
         for replica in 0..spec.hosts.replicas {
             let ledger = durable.clone().or_else(|| spec.ledger.map(|l| Arc::new(Mutex::new(Ledger::new(l)))));
             let slot = (spec.hosts.replicas > 1).then(|| {
@@ -329,6 +339,7 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
                 ledger,
                 crashes: watch::channel(0).0,
                 versions: versions.clone(),
+                waiters: waiters.clone(),
             });
             let listener = bind(None).await?;
             mine.push(listener.local_addr()?);
@@ -530,12 +541,23 @@ async fn serve(host: &Host, a: Arrival, gone: oneshot::Receiver<()>) -> Reply {
         },
     }
     // A status query or a compensation does not go through the ledger.
-    let consulted = if a.query || a.undo { Consulted::Execute(None) } else { host.consult(&a) };
-    let scope = match consulted {
-        Consulted::Execute(scope) => scope,
-        Consulted::Answer(code) => {
-            host.release(epoch);
-            return Reply::Answer(code, None);
+    let scope = loop {
+        match if a.query || a.undo { Consulted::Execute(None) } else { host.consult(&a) } {
+            Consulted::Execute(scope) => break scope,
+            Consulted::Answer(code) => {
+                host.release(epoch);
+                return Reply::Answer(code, None);
+            }
+            // A duplicate held, with its worker, until its original's
+            // record completes or goes: then the ledger is asked again.
+            Consulted::Wait(rx) => match stop.run(rx).await {
+                Ok(_) => continue,
+                Err(Stopped::Crash) => return Reply::Close,
+                Err(Stopped::Gone) => {
+                    host.release(epoch);
+                    return Reply::Close;
+                }
+            },
         }
     };
     let work =

@@ -12,12 +12,6 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
     let mut no = |field: String, why: &str| out.push(format!("{field}: {why}"));
     for sv in &s.services {
         let at = |k: &str| format!("services.{}.{k}", sv.name);
-        if sv.ledger.is_some_and(|l| l.wait) {
-            no(
-                at("idempotency.in_progress"),
-                "the emulated ledger answers a duplicate in progress 409; it does not hold it until the original ends",
-            );
-        }
 
         let h = &sv.hosts;
         if h.concurrency_limit.is_some() {
@@ -47,24 +41,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_quick_start_runs_and_a_waiting_ledger_is_named() {
+    fn the_quick_start_runs_and_an_adaptive_concurrency_limit_is_named() {
         let exp = crate::config::load_experiment(std::path::Path::new("experiments/quickstart.toml"), &[])
             .expect("the quick start loads");
         for v in &exp.variants {
             assert_eq!(unsupported(v), Vec::<String>::new(), "{}", v.variant);
         }
         let mut s = exp.variants[0].clone();
-        s.services[0].ledger = Some(crate::config::LedgerSpec {
-            durable: true,
-            ttl: 1,
-            wait: true,
-            lease: 1,
-            atomic: true,
-            record_delay: 0,
+        s.services[0].hosts.concurrency_limit = Some(crate::config::LimitSpec {
+            kind: crate::config::LimitKind::Aimd { backoff_ratio: 0.9, timeout: 1 },
+            initial: 10.0,
+            min: 1.0,
+            max: 100.0,
         });
         let named = unsupported(&s);
         assert_eq!(named.len(), 1);
-        let field = format!("services.{}.idempotency.in_progress: ", s.services[0].name);
+        let field = format!("services.{}.concurrency_limit: ", s.services[0].name);
         assert!(named[0].starts_with(&field), "{named:?}");
     }
 }

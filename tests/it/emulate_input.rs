@@ -481,3 +481,53 @@ occ = {{ rows = {rows} }}
     assert!(contended > 3.0, "20 writers on one row: {contended} attempts per intent");
     assert_eq!(run(100_000), (1.0, 1.0), "no shared row, no conflict");
 }
+
+#[test]
+fn a_waiting_ledger_on_the_real_servers_holds_duplicates_until_the_original_completes() {
+    // A 300 ms order, a 100 ms per-try timeout and retries 50 ms apart:
+    // the second and third attempts arrive while the first still runs.
+    // Waiting, both are held on their workers and replayed when it
+    // completes at 300 ms (the second's caller has given up by then); with
+    // "conflict" they get 409s and the intent needs more attempts.
+    let toml = |in_progress: &str| {
+        format!(
+            r#"
+[experiment]
+name = "emulated waiting ledger"
+duration = "2s"
+warmup = "0s"
+drain_limit = "10s"
+replications = 1
+
+[[clients]]
+name = "web"
+rate = "40/s"
+target = "orders"
+operation = "create_order"
+idempotency_key = true
+policy = {{ max_attempts = 6, per_try_timeout = "100ms", retry_on = ["timeout", "409"], backoff = {{ kind = "exponential", base = "50ms", cap = "50ms" }} }}
+
+[[operations]]
+name = "create_order"
+
+[[services]]
+name = "orders"
+workers = 64
+service_time = {{ dist = "const", value = "300ms" }}
+commits = "order"
+idempotency = {{ store = "durable", in_progress = "{in_progress}" }}
+"#
+        )
+    };
+    let doc = emulated(&toml("wait"));
+    let m = &doc["variants"][0]["metrics"];
+    let get = |k: &str| m[k]["mean"].as_f64().unwrap();
+    assert_eq!((get("success_rate"), get("ledger_409"), get("duplicate_intents")), (1.0, 0.0, 0.0), "{m}");
+    assert_eq!(get("attempts_per_intent"), 3.0, "{m}");
+    assert_eq!(get("ledger_replays"), 2.0 * get("intents"), "both duplicates replayed: {m}");
+    assert!((0.300..0.320).contains(&get("latency_p50_s")), "answered when the original completes: {m}");
+    let doc = emulated(&toml("conflict"));
+    let m = &doc["variants"][0]["metrics"];
+    assert!(m["ledger_409"]["mean"].as_f64().unwrap() > 0.0, "{m}");
+    assert!(m["attempts_per_intent"]["mean"].as_f64().unwrap() > 3.0, "{m}");
+}

@@ -8,6 +8,9 @@ use crate::config::Caller;
 use crate::engine::random::hash_words;
 use crate::model::ledger::Lookup;
 use crate::policy::Outcome;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tokio::sync::oneshot;
 
 /// What the ledger says of a request.
 pub(super) enum Consulted {
@@ -15,12 +18,23 @@ pub(super) enum Consulted {
     Execute(Option<u64>),
     /// Answer this status at once.
     Answer(u16),
+    /// A duplicate of a request in progress, held until its record
+    /// completes or goes (`in_progress = "wait"`): then ask again.
+    Wait(tokio::sync::oneshot::Receiver<()>),
+}
+
+/// Wakes the duplicates waiting for record `scope` in `waiters`.
+pub(super) fn wake(waiters: &Mutex<HashMap<u64, Vec<oneshot::Sender<()>>>>, scope: u64) {
+    let held = waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&scope);
+    for w in held.into_iter().flatten() {
+        let _ = w.send(());
+    }
 }
 
 impl Host {
     /// With a worker: the ledger, when the service has one and the request
     /// a key. A record's answer is replayed; a key reused with another body
-    /// gets 422; a duplicate of a request in progress 409.
+    /// gets 422; a duplicate of a request in progress 409, or waits.
     pub(super) fn consult(&self, a: &Arrival) -> Consulted {
         let (Some(ledger), Some(key)) = (&self.ledger, a.body.key) else {
             return Consulted::Execute(None);
@@ -32,7 +46,16 @@ impl Host {
         let scope = hash_words(0, &[SCOPE, caller, a.operation as u64, key]);
         let now = self.rec.clock.now();
         let owner = self.rec.lock().owner(a.intent);
-        let lookup = ledger.lock().unwrap_or_else(|e| e.into_inner()).lookup(now, scope, a.body.fingerprint, owner);
+        let mut l = ledger.lock().unwrap_or_else(|e| e.into_inner());
+        let lookup = l.lookup(now, scope, a.body.fingerprint, owner);
+        if lookup == Lookup::Wait {
+            // Registered under the ledger's lock: a completion cannot slip
+            // in between the lookup and the registration.
+            let (tx, rx) = oneshot::channel();
+            self.waiters.lock().unwrap_or_else(|e| e.into_inner()).entry(scope).or_default().push(tx);
+            return Consulted::Wait(rx);
+        }
+        drop(l);
         let mut g = self.rec.lock();
         let tally = g.tally(a.intent);
         let counts = g.m.counts(tally);
@@ -53,9 +76,8 @@ impl Host {
                 counts.ledger_rejects += 1;
                 Consulted::Answer(422)
             }
-            // A duplicate that would wait for its original is refused by
-            // `unsupported`; as a 409 it is a conflict all the same.
-            Lookup::Conflict | Lookup::Wait => {
+            Lookup::Wait => unreachable!("handled above"),
+            Lookup::Conflict => {
                 counts.ledger_conflicts += 1;
                 Consulted::Answer(409)
             }
@@ -71,9 +93,10 @@ impl Host {
         let spec = *ledger.lock().unwrap_or_else(|e| e.into_inner()).spec();
         if spec.atomic {
             ledger.lock().unwrap_or_else(|e| e.into_inner()).complete(scope, Outcome::Ok);
+            wake(&self.waiters, scope);
             return;
         }
-        let rec = self.rec.clone();
+        let (rec, waiters) = (self.rec.clone(), self.waiters.clone());
         let mut crashes = self.crashes.subscribe();
         tokio::spawn(async move {
             tokio::select! {
@@ -81,6 +104,7 @@ impl Host {
                 Ok(()) = crashes.changed() => {}
                 _ = rec.sleep(spec.record_delay) => {
                     ledger.lock().unwrap_or_else(|e| e.into_inner()).complete(scope, Outcome::Ok);
+                    wake(&waiters, scope);
                 }
             }
         });
@@ -99,6 +123,7 @@ impl Host {
     pub(super) fn forget(&self, scope: Option<u64>) {
         if let (Some(ledger), Some(scope)) = (&self.ledger, scope) {
             ledger.lock().unwrap_or_else(|e| e.into_inner()).abandon(scope);
+            wake(&self.waiters, scope);
         }
     }
 }
