@@ -154,7 +154,10 @@ pub fn emulate(s: &Scenario, replication: u32, options: &EmulateOptions) -> anyh
             let g = rec.lock();
             g.unresolved_left() + g.relays_left() > 0
         };
-        while (settling() || world.broker.held() > 0) && clock.now() < stop_at {
+        // And, as in the model, the requests still in the servers (work
+        // their callers abandoned, and the downstream calls it makes) run
+        // to their end.
+        while (settling() || world.broker.held() > 0 || !hosts.idle()) && clock.now() < stop_at {
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(10)) => {}
                 _ = interrupted() => return Err(crate::interrupt::Interrupted.into()),

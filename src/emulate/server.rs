@@ -51,6 +51,7 @@ const FAULT: u64 = 0xE2;
 const SCOPE: u64 = 0xE3;
 const KEY: u64 = 0xE4;
 const ROW: u64 = 0xE6;
+const CACHE_KEY: u64 = 0xE7;
 
 /// The running hosts.
 pub struct Hosts {
@@ -71,6 +72,17 @@ impl Hosts {
         self.reconcile(&rec, &net);
         for host in &self.all {
             for (fi, f) in host.s.faults.iter().enumerate() {
+                // A flush is an instant: the service's caches are shared,
+                // and its first host empties them at the fault's start.
+                if f.kind == FaultKind::CacheFlush && f.target == host.svc && host.replica == 0 {
+                    let (host, start) = (host.clone(), f.start);
+                    self.tasks.push(tokio::spawn(async move {
+                        host.rec.sleep_until(start).await;
+                        for c in host.caches.iter().flatten() {
+                            c.lock().unwrap_or_else(|e| e.into_inner()).flush();
+                        }
+                    }));
+                }
                 if !f.hits(host.svc, host.replica, f.start) {
                     continue;
                 }
@@ -146,6 +158,9 @@ struct Host {
     /// Duplicates held until the record they wait for completes or goes
     /// (`in_progress = "wait"`), by record, shared by the service's hosts.
     waiters: Arc<Mutex<HashMap<u64, Vec<oneshot::Sender<()>>>>>,
+    /// Per call of the service, its look-aside cache (shared by the
+    /// service's hosts), if it has one.
+    caches: Arc<Vec<Option<Mutex<crate::model::world::Cache>>>>,
 }
 
 /// What an attempt says about itself (its headers).
@@ -249,6 +264,15 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
         let durable = spec.ledger.filter(|l| l.durable).map(|l| Arc::new(Mutex::new(Ledger::new(l))));
         let versions = spec.occ_rows.map(|rows| Arc::new(Mutex::new(vec![0u64; rows as usize])));
         let waiters = Arc::new(Mutex::new(HashMap::new()));
+        let caches: Arc<Vec<_>> = Arc::new(
+            spec.calls
+                .iter()
+                .enumerate()
+                .map(|(ci, c)| {
+                    c.cache.map(|cs| Mutex::new(crate::model::world::Cache::warm(cs, &rng, &[svc as u64, ci as u64])))
+                })
+                .collect(),
+        );
         for replica in 0..spec.hosts.replicas {
             let ledger = durable.clone().or_else(|| spec.ledger.map(|l| Arc::new(Mutex::new(Ledger::new(l)))));
             let slot = (spec.hosts.replicas > 1).then(|| {
@@ -268,6 +292,7 @@ pub async fn start_all(s: &Arc<Scenario>, rec: &Arc<Recorder>, replication: u32)
                 crashes: watch::channel(0).0,
                 versions: versions.clone(),
                 waiters: waiters.clone(),
+                caches: caches.clone(),
             });
             let listener = bind(None).await?;
             mine.push(listener.local_addr()?);

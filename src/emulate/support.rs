@@ -2,7 +2,7 @@
 //! the model it does not carry out is named, with why, rather than run
 //! with a silent difference.
 
-use crate::config::{FaultKind, Scenario};
+use crate::config::Scenario;
 
 /// The settings of `s` the emulator does not carry out, each as
 /// `"<field>: <why>"` naming the field as the file writes it; empty when
@@ -11,26 +11,11 @@ pub fn unsupported(s: &Scenario) -> Vec<String> {
     let mut out = Vec::new();
     let mut no = |field: String, why: &str| out.push(format!("{field}: {why}"));
     for sv in &s.services {
-        let at = |k: &str| format!("services.{}.{k}", sv.name);
-
-        let h = &sv.hosts;
-        if h.concurrency_limit.is_some() {
-            no(at("concurrency_limit"), "the emulated hosts have no adaptive concurrency limit yet");
-        }
-        for (i, call) in sv.calls.iter().enumerate() {
-            let field = |k: &str| format!("services.{}.calls[{i}].{k}", sv.name);
-            if call.cache.is_some() {
-                no(field("cache"), "the emulated services have no look-aside cache");
-            }
-        }
-    }
-    for f in &s.faults {
-        let why = match f.kind {
-            FaultKind::CacheFlush => Some("the emulated services have no caches"),
-            _ => None,
-        };
-        if let Some(why) = why {
-            no(format!("faults.{}.kind = \"{}\"", f.name, f.kind.label()), why);
+        if sv.hosts.concurrency_limit.is_some() {
+            no(
+                format!("services.{}.concurrency_limit", sv.name),
+                "the emulated hosts have no adaptive concurrency limit yet",
+            );
         }
     }
     out

@@ -46,7 +46,7 @@ mod settle;
 mod speed;
 mod stepping;
 
-use cache::Cache;
+pub(crate) use cache::Cache;
 use instances::Instances;
 use limiter::Limiter;
 use request::{LimitSlot, Phase, Request};

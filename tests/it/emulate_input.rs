@@ -51,10 +51,10 @@ fn base(rate: &str) -> String {
 #[test]
 fn settings_the_emulator_does_not_run_are_named_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let toml = base("10/s") + "occ = { rows = 1 }\n";
+    let toml = base("10/s") + "concurrency_limit = { kind = \"gradient2\", initial = 8, min = 4, max = 40 }\n";
     let (code, err) = emulate(dir.path(), &toml, &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("exp.toml") && err.contains("services.api.occ_rows"), "{err}");
+    assert!(err.contains("exp.toml") && err.contains("services.api.concurrency_limit"), "{err}");
     assert!(!dir.path().join("out").exists(), "nothing written");
 }
 
@@ -530,4 +530,58 @@ idempotency = {{ store = "durable", in_progress = "{in_progress}" }}
     let m = &doc["variants"][0]["metrics"];
     assert!(m["ledger_409"]["mean"].as_f64().unwrap() > 0.0, "{m}");
     assert!(m["attempts_per_intent"]["mean"].as_f64().unwrap() > 3.0, "{m}");
+}
+
+#[test]
+fn a_cache_on_the_real_servers_skips_its_call_on_a_hit_and_a_flush_empties_it() {
+    // 100 items asked uniformly, entries kept 60 s: the warm cache holds
+    // nearly all of them for the run's 2 s, so `db` sees few requests. A
+    // flush at 1 s empties it: every item misses once more and refills.
+    let toml = |fault: &str| {
+        format!(
+            r#"
+[experiment]
+name = "emulated cache"
+duration = "2s"
+warmup = "0s"
+replications = 1
+
+[[clients]]
+name = "web"
+rate = "200/s"
+target = "api"
+operation = "read"
+policy = {{ max_attempts = 1, per_try_timeout = "1s" }}
+
+[[operations]]
+name = "read"
+
+[[services]]
+name = "api"
+workers = 32
+service_time = {{ dist = "const", value = "1ms" }}
+
+[[services.calls]]
+to = "db"
+cache = {{ keys = 100, zipf = 0.0, ttl = "60s" }}
+policy = {{ max_attempts = 1, per_try_timeout = "1s" }}
+
+[[services]]
+name = "db"
+workers = 32
+service_time = {{ dist = "const", value = "2ms" }}
+{fault}
+"#
+        )
+    };
+    let get =
+        |doc: &serde_json::Value, svc: &str, k: &str| doc["variants"][0]["services"][svc][k]["mean"].as_f64().unwrap();
+    let warm = emulated(&toml(""));
+    let (hits, db) = (get(&warm, "api", "cache_hit_ratio"), get(&warm, "db", "requests_per_intent"));
+    assert!(hits > 0.9, "warm: {hits} of lookups hit");
+    assert!((db - (1.0 - hits)).abs() < 1e-9, "a miss calls db, a hit does not: {db} against {hits}");
+    let flushed = emulated(&toml("\n[[faults]]\nkind = \"cache_flush\"\ntarget = \"api\"\nstart = \"1s\"\n"));
+    let (after, db_after) = (get(&flushed, "api", "cache_hit_ratio"), get(&flushed, "db", "requests_per_intent"));
+    assert!(after < hits - 0.1, "the flush costs hits: {after} against {hits}");
+    assert!(db_after > db + 0.1, "and db requests: {db_after} against {db}");
 }

@@ -31,6 +31,14 @@ impl Gauge {
 }
 
 impl Hosts {
+    /// Whether no host holds a request (none in service, none waiting).
+    pub fn idle(&self) -> bool {
+        self.all.iter().all(|h| {
+            let d = h.door();
+            d.busy() == 0 && d.waiting() == 0
+        })
+    }
+
     /// The gauge of service `svc`'s hosts.
     pub fn gauge(&self, svc: usize) -> Gauge {
         Gauge(self.all.iter().filter(|h| h.svc == svc).cloned().collect())

@@ -7,6 +7,27 @@
 use super::*;
 
 impl Host {
+    /// The look-up of call `index`'s cache for intent `intent` (the item
+    /// is the intent's: its retries ask for the same key): `None` without a
+    /// cache, `Some(None)` on a hit, `Some(Some(key))` on a miss.
+    fn cache_lookup(&self, intent: u64, index: usize) -> Option<Option<u32>> {
+        let cache = self.caches[index].as_ref()?;
+        let (client, seq) = self.rec.lock().owner(intent);
+        let mut stream = self.rng.stream(&[CACHE_KEY, client as u64, seq, self.svc as u64, index as u64]);
+        let now = self.rec.clock.now();
+        let (key, hit) = {
+            let c = cache.lock().unwrap_or_else(|e| e.into_inner());
+            let key = c.key(&mut stream);
+            (key, c.hit(key, now))
+        };
+        let mut g = self.rec.lock();
+        let tally = g.tally(intent);
+        let counts = g.m.counts(tally);
+        counts.cache_lookups[self.svc] += 1;
+        counts.cache_hits[self.svc] += hit as u64;
+        Some(if hit { None } else { Some(key) })
+    }
+
     /// With optimistic concurrency, the row of request `a`'s intent (by its
     /// client class and number, as the model draws it) and its version now.
     fn read_row(&self, a: &Arrival) -> Option<(usize, u64)> {
@@ -119,7 +140,12 @@ impl Host {
         }
         let net = self.net.get().expect("connected before the first arrival").clone();
         // A downstream call goes on when the request that made it stops.
-        let call = |call: &crate::config::CallSpec| {
+        let call = |index: usize, call: &crate::config::CallSpec| {
+            // A look-aside cache first: a hit skips the call; a miss that
+            // succeeds fills the entry.
+            let fill = self.cache_lookup(a.intent, index);
+            let hit = fill == Some(None);
+            let caches = self.caches.clone();
             let body = Body {
                 key: self.downstream_key(call.key, a, call.edge),
                 fingerprint: hash_words(a.body.fingerprint, &[call.edge as u64]),
@@ -128,18 +154,27 @@ impl Host {
             let upstream = if call.propagate_deadline { a.expires } else { None };
             let via = call.via;
             tokio::spawn(async move {
-                match via {
+                let outcome = match via {
+                    _ if hit => return Outcome::Ok,
                     // Through a queue: the call publishes, and is done.
                     Some(q) => {
                         net.publish(q, crate::emulate::broker::Message { intent, edge, operation: op, body });
                         Outcome::Ok
                     }
                     None => net.downstream(edge, intent, op, body, upstream).await,
+                };
+                if outcome == Outcome::Ok
+                    && let Some(Some(key)) = fill
+                    && let Some(cache) = &caches[index]
+                {
+                    let now = net.rec.clock.now();
+                    cache.lock().unwrap_or_else(|e| e.into_inner()).fill(key, now);
                 }
+                outcome
             })
         };
-        for c in spec.calls.iter().filter(|c| c.when == crate::config::When::BeforeCommit) {
-            let outcome = match stop.run(call(c)).await {
+        for (i, c) in spec.calls.iter().enumerate().filter(|(_, c)| c.when == crate::config::When::BeforeCommit) {
+            let outcome = match stop.run(call(i, c)).await {
                 Ok(done) => done.unwrap_or(Outcome::Reset),
                 Err(why) => {
                     if why == Stopped::Gone {
@@ -184,9 +219,9 @@ impl Host {
         if applied {
             self.relay_outbox(a);
         }
-        for c in spec.calls.iter().filter(|c| c.when == crate::config::When::AfterCommit) {
+        for (i, c) in spec.calls.iter().enumerate().filter(|(_, c)| c.when == crate::config::When::AfterCommit) {
             // Stopped, it no longer learns whether the call failed: no lost effect.
-            if stop.run(call(c)).await?.unwrap_or(Outcome::Reset) != Outcome::Ok {
+            if stop.run(call(i, c)).await?.unwrap_or(Outcome::Reset) != Outcome::Ok {
                 let mut g = rec.lock();
                 g.lose(intent);
                 if !spec.reconcilers.is_empty() {

@@ -12,7 +12,7 @@ use rand_distr::Distribution;
 
 /// One cache: an expiry time per key.
 #[derive(Clone)]
-pub(super) struct Cache {
+pub(crate) struct Cache {
     spec: CacheSpec,
     expires: Vec<Nanos>,
     zipf: Option<rand_distr::Zipf<f64>>,
@@ -20,7 +20,7 @@ pub(super) struct Cache {
 
 impl Cache {
     /// A warm cache: key k expires at a keyed uniform time in [0, ttl).
-    pub(super) fn warm(spec: CacheSpec, rng: &KeyedRandom, key: &[u64]) -> Self {
+    pub(crate) fn warm(spec: CacheSpec, rng: &KeyedRandom, key: &[u64]) -> Self {
         let base = hash_words(0, key);
         let ttl = if spec.ttl == NEVER { NEVER } else { spec.ttl };
         let expires = (0..spec.keys)
@@ -37,7 +37,7 @@ impl Cache {
     }
 
     /// The key asked for by the draw stream `stream`.
-    pub(super) fn key(&self, stream: &mut Stream) -> u32 {
+    pub(crate) fn key(&self, stream: &mut Stream) -> u32 {
         let n = self.spec.keys;
         match &self.zipf {
             // Zipf ranks are 1..=n.
@@ -47,17 +47,17 @@ impl Cache {
     }
 
     /// Whether `key` is present at `now`.
-    pub(super) fn hit(&self, key: u32, now: Nanos) -> bool {
+    pub(crate) fn hit(&self, key: u32, now: Nanos) -> bool {
         now < self.expires[key as usize]
     }
 
     /// A successful answer fills `key` until `now + ttl`.
-    pub(super) fn fill(&mut self, key: u32, now: Nanos) {
+    pub(crate) fn fill(&mut self, key: u32, now: Nanos) {
         self.expires[key as usize] = now.saturating_add(self.spec.ttl);
     }
 
     /// Empties the cache.
-    pub(super) fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         self.expires.fill(0);
     }
 }
